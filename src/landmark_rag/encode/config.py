@@ -1,0 +1,96 @@
+"""``landmark_config.json``: how a model directory is used as a landmark encoder."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+CONFIG_NAME = "landmark_config.json"
+
+Pooling = Literal["landmark", "mean", "sentence"]
+QueryPooling = Literal["landmark", "mean"]
+
+
+@dataclass
+class LandmarkConfig:
+    """Everything besides the weights that decides what a vector means.
+
+    pooling:
+        ``landmark`` - hidden state at the LMK placed after each sentence (the paper);
+        ``mean`` - mean of the sentence's own tokens, computed in context (late chunking);
+        ``sentence`` - each sentence encoded alone, mean-pooled (context-free; the honest
+        baseline used as the untrained default, because untrained in-context pooling
+        measures worse on ../shared/data, see docs/benchmarks.md).
+    query_pooling:
+        ``landmark`` - ``query + LMK``, pooled at the LMK; ``mean`` - mean over the query's
+        tokens (sentence-transformers style).
+    lmk_token / lmk_is_new:
+        the landmark token; an existing token (``[SEP]``, EOS) or a new special token that
+        was added to the vocabulary (saved with the model). ``None`` picks ``[SEP]`` for
+        bidirectional and EOS for causal models.
+    max_length / window_overlap:
+        tokens per encoder window (``None``: the model's maximum positions, capped at 8192)
+        and the overlap between consecutive windows of a long document.
+    max_sentence_tokens:
+        longer sentences are cut into pieces (``None``: half a window, at most 256).
+    causal:
+        ``None`` detects it from the model config.
+    base_model:
+        for an adapter-only directory: the model (alias or path) the adapter applies to.
+    """
+
+    pooling: Pooling = "landmark"
+    query_pooling: QueryPooling = "landmark"
+    lmk_token: str | None = None
+    lmk_is_new: bool = False
+    query_instruction: str = ""
+    max_length: int | None = None
+    window_overlap: int | None = None
+    max_sentence_tokens: int | None = None
+    similarity: Literal["cosine"] = "cosine"
+    causal: bool | None = None
+    base_model: str | None = None
+    model_name: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.pooling not in ("landmark", "mean", "sentence"):
+            raise ValueError(f"pooling must be 'landmark', 'mean' or 'sentence', not {self.pooling!r}")
+        if self.query_pooling not in ("landmark", "mean"):
+            raise ValueError(f"query_pooling must be 'landmark' or 'mean', not {self.query_pooling!r}")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LandmarkConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = {k: v for k, v in data.items() if k not in known}
+        cfg = cls(**{k: v for k, v in data.items() if k in known})
+        cfg.extra.update(unknown)  # kept, so newer configs round-trip through older code
+        return cfg
+
+    @classmethod
+    def load(cls, directory: str | Path) -> LandmarkConfig | None:
+        path = Path(directory) / CONFIG_NAME
+        if not path.is_file():
+            return None
+        return cls.from_dict(json.loads(path.read_text()))
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        extra = data.pop("extra")
+        data.update(extra)
+        return data
+
+    def save(self, directory: str | Path) -> None:
+        Path(directory, CONFIG_NAME).write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
+
+    def identity(self) -> dict[str, Any]:
+        """The fields a vector store must match to mix vectors safely."""
+        return {
+            "model_name": self.model_name,
+            "pooling": self.pooling,
+            "query_pooling": self.query_pooling,
+            "lmk_token": self.lmk_token,
+            "query_instruction": self.query_instruction,
+        }

