@@ -7,12 +7,13 @@ LangChain (``landmark_rag.langchain``) are thin wrappers over it.
 
 from landmark_rag.encode import LandmarkConfig, LandmarkEncoder, ModelNotFoundError
 from landmark_rag.segment import segment_sentences
-from landmark_rag.types import EncodedDocument, Passage, Sentence
+from landmark_rag.types import EncodedDocument, Hit, Passage, Sentence
 
 __version__ = "0.1.0"
 
 __all__ = [
     "EncodedDocument",
+    "Hit",
     "LandmarkConfig",
     "LandmarkEncoder",
     "ModelNotFoundError",

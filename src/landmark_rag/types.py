@@ -48,6 +48,15 @@ class EncodedDocument:
 
 
 @dataclass(slots=True)
+class Hit:
+    """A sentence returned by a vector search, with its score and stored metadata."""
+
+    sentence: Sentence
+    score: float
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class Passage:
     """A contiguous run of sentences of one document returned to the user.
 

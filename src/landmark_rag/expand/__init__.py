@@ -1,0 +1,16 @@
+"""Boundary expansion (step 5 of the pipeline): sentence hits -> exact passages."""
+
+from landmark_rag.expand.expand import InMemorySource, SentenceSource, expand_hits
+from landmark_rag.expand.strategies import Adaptive, Front, Strategy, Surround, approx_tokens, make_strategy
+
+__all__ = [
+    "Adaptive",
+    "Front",
+    "InMemorySource",
+    "SentenceSource",
+    "Strategy",
+    "Surround",
+    "approx_tokens",
+    "expand_hits",
+    "make_strategy",
+]

@@ -1,0 +1,135 @@
+"""Turn sentence hits into passages: expand, clip, merge, slice exactly."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import numpy as np
+
+from landmark_rag.expand.strategies import Adaptive, Strategy, approx_tokens, make_strategy
+from landmark_rag.store.schema import user_metadata
+from landmark_rag.types import Hit, Passage, Sentence
+
+
+class SentenceSource(Protocol):
+    """Where expansion reads neighbouring sentences from (a vector store, a docstore, memory)."""
+
+    def get_sentences(self, doc_id: str, indices: Iterable[int]) -> dict[int, Sentence]: ...
+
+    def get_embeddings(self, doc_id: str, indices: Iterable[int]) -> dict[int, np.ndarray]: ...
+
+
+@dataclass
+class InMemorySource:
+    """A :class:`SentenceSource` over already-encoded documents (evaluation, tests)."""
+
+    sentences: dict[str, list[Sentence]] = field(default_factory=dict)
+    embeddings: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def get_sentences(self, doc_id: str, indices: Iterable[int]) -> dict[int, Sentence]:
+        sents = self.sentences.get(doc_id, [])
+        return {i: sents[i] for i in indices if 0 <= i < len(sents)}
+
+    def get_embeddings(self, doc_id: str, indices: Iterable[int]) -> dict[int, np.ndarray]:
+        vecs = self.embeddings.get(doc_id)
+        if vecs is None:
+            return {}
+        return {i: vecs[i] for i in indices if 0 <= i < len(vecs)}
+
+
+@dataclass
+class _Span:
+    lo: int
+    hi: int
+    score: float
+    hits: list[int]
+    best: Hit
+
+
+def expand_hits(
+    hits: Sequence[Hit],
+    source: SentenceSource,
+    strategy: Strategy | str = "front",
+    *,
+    query_vector: np.ndarray | None = None,
+    count_tokens: Callable[[str], int] | None = None,
+    order: Literal["score", "document"] = "score",
+) -> list[Passage]:
+    """Expand each hit with ``strategy``, merge overlapping or adjacent spans of a document,
+    and return passages whose text is the exact slice of the original document.
+
+    A merged passage scores as its best hit and records every hit inside it. Sentences the
+    source cannot supply (before the start, past the end) are simply not included.
+    """
+    strat = make_strategy(strategy)
+    if isinstance(strat, Adaptive) and query_vector is None:
+        raise ValueError("the adaptive strategy needs the query vector")
+    count = count_tokens or approx_tokens
+    by_doc: dict[str, list[Hit]] = defaultdict(list)
+    for h in hits:
+        if h.sentence.doc_id is None:
+            raise ValueError("hits need sentences with a doc_id")
+        by_doc[h.sentence.doc_id].append(h)
+
+    passages: list[Passage] = []
+    for doc_id, doc_hits in by_doc.items():
+        wanted = {i for h in doc_hits for i in strat.candidates(h.sentence.index) if i >= 0}
+        wanted |= {h.sentence.index for h in doc_hits}
+        sents = source.get_sentences(doc_id, sorted(wanted))
+        for h in doc_hits:  # the hit itself is always available
+            sents.setdefault(h.sentence.index, h.sentence)
+        vecs = source.get_embeddings(doc_id, sorted(wanted)) if isinstance(strat, Adaptive) else {}
+        spans = []
+        for h in doc_hits:
+            z = h.sentence.index
+            if isinstance(strat, Adaptive):
+                lo, hi = strat.choose(z, h.score, np.asarray(query_vector), {i: s.text for i, s in sents.items()}, vecs, count)
+            else:
+                rng = strat.candidates(z)
+                lo, hi = z, z
+                while lo - 1 >= rng.start and lo - 1 in sents:
+                    lo -= 1
+                while hi + 1 < rng.stop and hi + 1 in sents:
+                    hi += 1
+            spans.append(_Span(lo, hi, h.score, [z], h))
+        for span in _merge(spans):
+            passages.append(_passage(doc_id, span, sents))
+    if order == "document":
+        passages.sort(key=lambda p: (p.doc_id, p.start))
+    else:
+        passages.sort(key=lambda p: (-p.score, p.doc_id, p.start))
+    return passages
+
+
+def _merge(spans: list[_Span]) -> list[_Span]:
+    spans = sorted(spans, key=lambda s: (s.lo, s.hi))
+    merged: list[_Span] = []
+    for s in spans:
+        if merged and s.lo <= merged[-1].hi + 1:
+            m = merged[-1]
+            m.hi = max(m.hi, s.hi)
+            m.hits.extend(s.hits)
+            if s.score > m.score:
+                m.score, m.best = s.score, s.best
+        else:
+            merged.append(_Span(s.lo, s.hi, s.score, list(s.hits), s.best))
+    return merged
+
+
+def _passage(doc_id: str, span: _Span, sents: dict[int, Sentence]) -> Passage:
+    run = [sents[i] for i in range(span.lo, span.hi + 1)]
+    text = run[0].text + "".join(s.space_before + s.text for s in run[1:])
+    return Passage(
+        doc_id=doc_id,
+        start=run[0].start,
+        end=run[-1].end,
+        first_index=span.lo,
+        last_index=span.hi,
+        hit_indices=sorted(set(span.hits)),
+        score=float(span.score),
+        text=text,
+        metadata=user_metadata(span.best.metadata),
+    )

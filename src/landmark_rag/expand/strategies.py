@@ -1,0 +1,119 @@
+"""Boundary strategies: which sentences around a hit form the passage.
+
+Position-aware training makes a hit mark the *end* of the useful span (the information
+boundary), so the paper's default looks backwards (``Front``). A strategy maps a hit to a
+sentence range; it never touches stores or text, which keeps it testable and shared by
+every adapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+StrategyName = Literal["front", "surround", "adaptive"]
+
+
+@dataclass(frozen=True)
+class Front:
+    """The hit and its ``k - 1`` predecessors (the paper's Front-k, k=3)."""
+
+    k: int = 3
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ValueError("Front.k must be >= 1")
+
+    def candidates(self, hit: int) -> range:
+        return range(hit - self.k + 1, hit + 1)
+
+
+@dataclass(frozen=True)
+class Surround:
+    """``before`` sentences before and ``after`` after the hit (the sentence-window style)."""
+
+    before: int = 1
+    after: int = 1
+
+    def __post_init__(self) -> None:
+        if self.before < 0 or self.after < 0:
+            raise ValueError("Surround.before/after must be >= 0")
+
+    def candidates(self, hit: int) -> range:
+        return range(hit - self.before, hit + self.after + 1)
+
+
+@dataclass(frozen=True)
+class Adaptive:
+    """Grow from the hit while neighbours stay relevant to the query, within a token budget.
+
+    Backwards first (the hit ends the span), up to ``max_before`` sentences, then forwards
+    up to ``max_after``. A neighbour is relevant when its stored vector scores at least
+    ``hit score - margin`` against the query; the first ``min_before`` predecessors are
+    taken regardless (a bare boundary sentence rarely answers alone). Growth stops at the
+    first irrelevant neighbour in each direction or when ``max_tokens`` would be exceeded.
+    """
+
+    max_tokens: int = 256
+    margin: float = 0.15
+    min_before: int = 1
+    max_before: int = 8
+    max_after: int = 2
+
+    def candidates(self, hit: int) -> range:
+        return range(hit - self.max_before, hit + self.max_after + 1)
+
+    def choose(
+        self,
+        hit: int,
+        hit_score: float,
+        query: np.ndarray,
+        texts: Mapping[int, str],
+        vectors: Mapping[int, np.ndarray],
+        count_tokens: Callable[[str], int],
+    ) -> tuple[int, int]:
+        """Return the inclusive range ``(lo, hi)`` for one hit."""
+        used = count_tokens(texts[hit])
+        lo = hi = hit
+        threshold = hit_score - self.margin
+        for step, j in enumerate(range(hit - 1, hit - self.max_before - 1, -1)):
+            if j not in texts:
+                break
+            cost = count_tokens(texts[j])
+            relevant = step < self.min_before or (j in vectors and float(vectors[j] @ query) >= threshold)
+            if not relevant or used + cost > self.max_tokens:
+                break
+            used += cost
+            lo = j
+        for j in range(hit + 1, hit + self.max_after + 1):
+            if j not in texts or j not in vectors:
+                break
+            cost = count_tokens(texts[j])
+            if float(vectors[j] @ query) < threshold or used + cost > self.max_tokens:
+                break
+            used += cost
+            hi = j
+        return lo, hi
+
+
+Strategy = Front | Surround | Adaptive
+
+
+def make_strategy(name: StrategyName | Strategy = "front", **params: int | float) -> Strategy:
+    """Build a strategy from its name (``front``, ``surround``, ``adaptive``) and parameters."""
+    if isinstance(name, Front | Surround | Adaptive):
+        return name
+    table = {"front": Front, "surround": Surround, "adaptive": Adaptive}
+    try:
+        cls = table[str(name).lower()]
+    except KeyError:
+        raise ValueError(f"unknown expansion strategy {name!r}; choose one of {sorted(table)}") from None
+    return cls(**params)  # type: ignore[arg-type]
+
+
+def approx_tokens(text: str) -> int:
+    """Cheap token estimate (about four characters a token) when no tokenizer is given."""
+    return max(1, (len(text) + 3) // 4)

@@ -1,0 +1,88 @@
+"""How a sentence is laid out in a vector store: ids and flat metadata.
+
+One schema for every writer (core store, LlamaIndex nodes, LangChain documents, CLI), so a
+collection written by one can be read and expanded by another.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from landmark_rag.types import Sentence
+
+DOC_ID = "doc_id"
+INDEX = "sentence_index"
+START = "start"
+END = "end"
+SPACE_BEFORE = "space_before"
+DOC_HASH = "doc_hash"
+SCHEMA_KEYS = (DOC_ID, INDEX, START, END, SPACE_BEFORE, DOC_HASH)
+
+
+def sentence_id(doc_id: str, index: int) -> str:
+    """Deterministic id of a sentence: re-ingesting a document overwrites the same ids."""
+    return f"{doc_id}:{index}"
+
+
+def flat_metadata(metadata: dict[str, Any] | None) -> dict[str, str | int | float | bool]:
+    """Make user metadata store-safe: scalars kept, ``None`` dropped, the rest JSON text.
+
+    Chroma (and so LlamaIndex's and LangChain's Chroma wrappers) accepts only flat
+    str/int/float/bool values; silently dropping a user's value would lose data.
+    """
+    out: dict[str, str | int | float | bool] = {}
+    for key, value in (metadata or {}).items():
+        if value is None:
+            continue
+        if isinstance(value, str | int | float | bool):
+            out[str(key)] = value
+        else:
+            out[str(key)] = json.dumps(value, default=str, sort_keys=True)
+    return out
+
+
+def sentence_metadata(
+    sentence: Sentence, doc_hash: str | None = None, extra: dict[str, Any] | None = None
+) -> dict[str, str | int | float | bool]:
+    """Metadata stored with one sentence (user metadata first; schema keys win)."""
+    if sentence.doc_id is None:
+        raise ValueError("a stored sentence needs a doc_id")
+    md = flat_metadata(extra)
+    md.update({
+        DOC_ID: sentence.doc_id,
+        INDEX: sentence.index,
+        START: sentence.start,
+        END: sentence.end,
+        SPACE_BEFORE: sentence.space_before,
+    })
+    if doc_hash is not None:
+        md[DOC_HASH] = doc_hash
+    return md
+
+
+def sentence_from_metadata(text: str, metadata: dict[str, Any]) -> Sentence:
+    """Inverse of :func:`sentence_metadata`."""
+    try:
+        return Sentence(
+            index=int(metadata[INDEX]),
+            start=int(metadata[START]),
+            end=int(metadata[END]),
+            text=text,
+            doc_id=str(metadata[DOC_ID]),
+            space_before=str(metadata.get(SPACE_BEFORE, "")),
+        )
+    except KeyError as exc:
+        raise ValueError(
+            f"stored record lacks landmark-rag sentence metadata ({exc.args[0]!r}); "
+            "was this collection written by landmark-rag?"
+        ) from exc
+
+
+def user_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The part of stored metadata that the user supplied (schema and framework keys removed)."""
+    return {
+        k: v
+        for k, v in metadata.items()
+        if k not in SCHEMA_KEYS and not k.startswith("_") and k not in ("document_id", "ref_doc_id")
+    }
