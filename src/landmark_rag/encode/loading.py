@@ -122,18 +122,48 @@ def materialise_gguf(source: ModelSource) -> Path:
         return target
     logger.info("dequantising %s once into %s", source.gguf_file, target)
     tokenizer = AutoTokenizer.from_pretrained(source.path, gguf_file=source.gguf_file)
-    model = AutoModel.from_pretrained(source.path, gguf_file=source.gguf_file, dtype=torch.float32)
+    model = AutoModel.from_pretrained(
+        source.path, gguf_file=source.gguf_file, dtype=torch.float32, **_dequantise_kwargs()
+    )
+    _drop_gguf_quantizer(model)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tmp-"))
     try:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
         os.replace(tmp, target)  # atomic: a concurrent or interrupted load never sees half a cache
-    except OSError:
+    except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
-        if not (target / "config.json").is_file():
+        if not (target / "config.json").is_file():  # else a concurrent load finished first
             raise
     return target
+
+
+def _dequantise_kwargs() -> dict[str, Any]:
+    # Newer transformers (5.x) can keep GGUF weights packed; ask for plain dense weights,
+    # which is what the safetensors cache must hold. Older versions always dequantise.
+    try:
+        from transformers import GgufConfig
+    except ImportError:
+        return {}
+    return {"quantization_config": GgufConfig(dequantize=True)}
+
+
+def _drop_gguf_quantizer(model: Any) -> None:
+    """Mark a fully dequantised GGUF model as a plain model so it can be saved.
+
+    transformers 5.x keeps the GGUF quantizer attached even when every weight was unpacked
+    to a dense tensor, and then refuses ``save_pretrained``. The weights are ordinary float
+    tensors (checked here), so the marker is all that needs removing.
+    """
+    if getattr(model, "hf_quantizer", None) is None:
+        return
+    packed = [n for n, p in model.named_parameters() if not p.dtype.is_floating_point]
+    if packed:
+        raise RuntimeError(f"GGUF weights are still packed after dequantising (e.g. {packed[0]}); cannot cache them")
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
 
 
 def pick_device(device: str | torch.device | None) -> torch.device:
