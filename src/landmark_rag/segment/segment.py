@@ -45,9 +45,26 @@ def segment_sentences(
 def split_long_sentences(
     text: str, sentences: list[Sentence], tokenizer: Any, max_tokens: int, doc_id: str | None = None
 ) -> list[Sentence]:
-    """Cut every sentence longer than ``max_tokens`` into pieces of at most that many tokens."""
+    """Cut every sentence longer than ``max_tokens`` into pieces of at most that many tokens.
+
+    A piece cut inside a word can tokenise into more tokens on its own than it had in the
+    sentence (WordPiece ``##dis`` becomes ``di ##s``), so pieces are re-measured and cut
+    again until all fit or nothing changes (a lone character that is several tokens).
+    """
     if max_tokens < 1:
         raise ValueError("max_tokens must be >= 1")
+    while True:
+        cut = _split_once(text, sentences, tokenizer, max_tokens, doc_id)
+        if len(cut) == len(sentences):
+            return cut
+        sentences = cut
+
+
+def _split_once(
+    text: str, sentences: list[Sentence], tokenizer: Any, max_tokens: int, doc_id: str | None
+) -> list[Sentence]:
+    if not sentences:
+        return []
     enc = tokenizer([s.text for s in sentences], add_special_tokens=False, return_offsets_mapping=True)
     spans: list[tuple[int, int]] = []
     for sent, offsets in zip(sentences, enc["offset_mapping"], strict=True):

