@@ -57,12 +57,18 @@ def expand_hits(
     query_vector: np.ndarray | None = None,
     count_tokens: Callable[[str], int] | None = None,
     order: Literal["score", "document"] = "score",
+    max_passages: int | None = None,
 ) -> list[Passage]:
     """Expand each hit with ``strategy``, merge overlapping or adjacent spans of a document,
     and return passages whose text is the exact slice of the original document.
 
     A merged passage scores as its best hit and records every hit inside it. Sentences the
     source cannot supply (before the start, past the end) are simply not included.
+
+    With ``max_passages``, hits are taken best first and only as many as are needed to form
+    that many passages: one more hit adds at most one passage, so the result has exactly
+    ``max_passages`` passages whenever the hits allow it, and lower hits that would merge
+    into (and so swallow) the best passages are not used.
     """
     strat = make_strategy(strategy)
     if isinstance(strat, Adaptive) and query_vector is None:
@@ -74,7 +80,8 @@ def expand_hits(
             raise ValueError("hits need sentences with a doc_id")
         by_doc[h.sentence.doc_id].append(h)
 
-    passages: list[Passage] = []
+    spans_by_doc: dict[str, list[_Span]] = {}
+    sents_by_doc: dict[str, dict[int, Sentence]] = {}
     for doc_id, doc_hits in by_doc.items():
         wanted = {i for h in doc_hits for i in strat.candidates(h.sentence.index) if i >= 0}
         wanted |= {h.sentence.index for h in doc_hits}
@@ -95,13 +102,41 @@ def expand_hits(
                 while hi + 1 < rng.stop and hi + 1 in sents:
                     hi += 1
             spans.append(_Span(lo, hi, h.score, [z], h))
-        for span in _merge(spans):
-            passages.append(_passage(doc_id, span, sents))
+        spans_by_doc[doc_id] = spans
+        sents_by_doc[doc_id] = sents
+    if max_passages is not None:
+        spans_by_doc = _best_prefix(hits, spans_by_doc, max_passages)
+    passages = [
+        _passage(doc_id, span, sents_by_doc[doc_id]) for doc_id, spans in spans_by_doc.items() for span in _merge(spans)
+    ]
     if order == "document":
         passages.sort(key=lambda p: (p.doc_id, p.start))
     else:
         passages.sort(key=lambda p: (-p.score, p.doc_id, p.start))
     return passages
+
+
+def _best_prefix(hits: Sequence[Hit], spans_by_doc: dict[str, list[_Span]], limit: int) -> dict[str, list[_Span]]:
+    """Take hits best first until their spans form ``limit`` passages.
+
+    A hit whose span would bridge two passages already formed (and so reduce their number)
+    is skipped: its sentences sit next to passages the caller already gets.
+    """
+    position = {id(h): r for r, h in enumerate(hits)}
+    ranked = sorted(
+        ((position[id(sp.best)], doc_id, sp) for doc_id, spans in spans_by_doc.items() for sp in spans),
+        key=lambda t: (-t[2].score, t[0]),
+    )
+    kept: dict[str, list[_Span]] = defaultdict(list)
+    counts: dict[str, int] = defaultdict(int)
+    for _, doc_id, sp in ranked:
+        if sum(counts.values()) >= limit:
+            break
+        n = len(_merge([*kept[doc_id], sp]))
+        if n >= counts[doc_id]:
+            kept[doc_id].append(sp)
+            counts[doc_id] = n
+    return dict(kept)
 
 
 def _merge(spans: list[_Span]) -> list[_Span]:

@@ -32,8 +32,8 @@ def search_passages(
     """Return exactly ``k`` passages (fewer only when the store runs out).
 
     Hits of one document often expand into the same passage, so ``k`` hits can merge into
-    fewer than ``k`` passages; the search asks for more hits until ``k`` distinct,
-    non-overlapping passages exist, then keeps the ``k`` best by score.
+    fewer than ``k`` passages; the search asks for more hits until the best-first hits form
+    ``k`` distinct, non-overlapping passages.
     """
     if k <= 0:
         return []
@@ -42,7 +42,9 @@ def search_passages(
     passages: list[Passage] = []
     while n > 0:
         hits = store.query(query_vector, n, where=where)
-        passages = expand_hits(hits, store, strategy, query_vector=query_vector, count_tokens=count_tokens)
+        passages = expand_hits(
+            hits, store, strategy, query_vector=query_vector, count_tokens=count_tokens, max_passages=k
+        )
         if len(passages) >= k or n >= total or len(hits) < n:
             break
         n = min(total, n * 2)
