@@ -40,9 +40,11 @@ def plan_windows(
         windows.append((a, b))
         if b >= n:
             break
-        # next window starts so that it re-reads about `overlap` tokens of this one
+        # next window starts so that it re-reads about `overlap` tokens of this one, but
+        # late enough that it still fits sentence b (else it would add nothing new)
         s = int(np.searchsorted(prefix, prefix[b] - overlap, side="left"))
-        a = min(max(s, a + 1), b)
+        fit = int(np.searchsorted(prefix, prefix[b + 1] - budget, side="left"))
+        a = min(max(s, fit, a + 1), b)
     best = np.full(n, -1, dtype=np.int64)
     best_score = np.full(n, -1, dtype=np.int64)
     for w, (a, b) in enumerate(windows):
