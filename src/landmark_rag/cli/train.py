@@ -1,0 +1,88 @@
+"""``landmark-rag train``: train a landmark encoder from a config file and/or flags."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from landmark_rag.cli import app
+
+
+def _parse_stage(spec: str) -> dict:
+    """``kind:steps[:contrastive_weight[:distill_weight]]``, e.g. ``longdoc:300`` or ``longdoc:100:0:1``."""
+    parts = spec.split(":")
+    if not 2 <= len(parts) <= 4:
+        raise typer.BadParameter(f"--stage {spec!r}: expected kind:steps[:contrastive_weight[:distill_weight]]")
+    stage: dict = {"kind": parts[0], "steps": int(parts[1])}
+    if len(parts) > 2:
+        stage["contrastive_weight"] = float(parts[2])
+    if len(parts) > 3:
+        stage["distill_weight"] = float(parts[3])
+    return stage
+
+
+@app.command("train")
+def train_command(
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="JSON/YAML/TOML training config (flags override it)."),
+    output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="Where the trained model directory goes."),
+    base_model: Optional[str] = typer.Option(None, help="Model to start from (alias, directory or .gguf)."),
+    data: Optional[list[Path]] = typer.Option(None, "--data", help="SQuAD-format JSON file(s) (repeatable)."),
+    train_articles: Optional[str] = typer.Option(None, help="Training articles: slice 'a:b' or comma list."),
+    val_articles: Optional[str] = typer.Option(None, help="Held-out validation articles ('' for none)."),
+    pooling: Optional[str] = typer.Option(None, help="Document pooling: landmark | mean."),
+    query_pooling: Optional[str] = typer.Option(None, help="Query pooling: landmark | mean."),
+    stage: Optional[list[str]] = typer.Option(
+        None, "--stage", help="kind:steps[:contrastive_weight[:distill_weight]] (repeatable; replaces the config's stages)."
+    ),
+    lora: Optional[bool] = typer.Option(None, "--lora/--full", help="LoRA adapter (small) or full fine-tuning."),
+    lr: Optional[float] = typer.Option(None, help="Peak learning rate."),
+    temperature: Optional[float] = typer.Option(None, help="Contrastive temperature tau."),
+    alpha: Optional[float] = typer.Option(None, help="Position weight decay: w_i = exp(-alpha * i)."),
+    max_length: Optional[int] = typer.Option(None, help="Encoder window in tokens (saved with the model)."),
+    seed: Optional[int] = typer.Option(None, help="Random seed."),
+    device: Optional[str] = typer.Option(None, help="cpu | cuda (default: accelerate's choice)."),
+    mixed_precision: Optional[str] = typer.Option(None, help="no | fp16 | bf16."),
+    gradient_accumulation_steps: Optional[int] = typer.Option(None, help="Micro-batches per optimiser step."),
+    gradient_checkpointing: Optional[bool] = typer.Option(None, "--gradient-checkpointing/--no-gradient-checkpointing"),
+    eval_every: Optional[int] = typer.Option(None, help="Validate every N steps (0: after each stage)."),
+    threads: Optional[int] = typer.Option(None, help="torch CPU threads."),
+) -> None:
+    """Train with the position-aware contrastive objective (pairwise, pseudo and long-document stages)."""
+    from landmark_rag.train import TrainConfig, train
+
+    values = TrainConfig.load(config).to_dict() if config else {}
+    flags = {
+        "output_dir": str(output_dir) if output_dir else None,
+        "base_model": base_model,
+        "data": [str(p) for p in data] if data else None,
+        "train_articles": train_articles,
+        "val_articles": val_articles,
+        "pooling": pooling,
+        "query_pooling": query_pooling,
+        "stages": [_parse_stage(s) for s in stage] if stage else None,
+        "lora": lora,
+        "lr": lr,
+        "temperature": temperature,
+        "alpha": alpha,
+        "max_length": max_length,
+        "seed": seed,
+        "device": device,
+        "mixed_precision": mixed_precision,
+        "gradient_accumulation_steps": gradient_accumulation_steps,
+        "gradient_checkpointing": gradient_checkpointing,
+        "eval_every": eval_every,
+        "threads": threads,
+    }
+    values.update({k: v for k, v in flags.items() if v is not None})
+    try:
+        cfg = TrainConfig.from_dict(values)
+    except (TypeError, ValueError) as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    _, history = train(cfg)
+    final = [h for h in history if "validation" in h]
+    typer.echo(f"saved to {cfg.output_dir}")
+    if final:
+        typer.echo("validation: " + json.dumps(final[-1]["validation"]))

@@ -1,0 +1,116 @@
+"""``TrainConfig``: everything a training run depends on, loadable from JSON, YAML or TOML.
+
+A run is fully described by this file plus the seed, so the model card can state one
+command that reproduces the shipped model.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+StageKind = Literal["pairwise", "pseudo", "longdoc"]
+
+
+@dataclass
+class StageConfig:
+    """One training stage: a data builder and the loss mix it feeds the shared trainer.
+
+    ``contrastive_weight=0`` turns a stage into pure self-distillation (the base model's
+    per-sentence embedding as the target of each in-context vector).
+    """
+
+    kind: StageKind = "longdoc"
+    steps: int = 100
+    lr: float | None = None
+    contrastive_weight: float = 1.0
+    distill_weight: float = 1.0
+    examples_per_batch: int = 2
+    queries_per_example: int = 8
+    hard_negatives: int = 3  # pairwise: paragraphs of the same article per batch
+    passages_per_document: int = 4  # pseudo: paragraphs per pseudo document
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("pairwise", "pseudo", "longdoc"):
+            raise ValueError(f"stage kind must be pairwise, pseudo or longdoc, not {self.kind!r}")
+
+
+@dataclass
+class TrainConfig:
+    base_model: str = "all-MiniLM-L6-v2"
+    output_dir: str = "landmark-model"
+    model_name: str | None = None  # written into landmark_config.json (vector-store identity)
+    pooling: Literal["landmark", "mean"] = "mean"
+    query_pooling: Literal["landmark", "mean"] = "mean"
+    lmk_token: str | None = None  # None: the encoder's default ([SEP] / EOS)
+    new_lmk_token: bool = False  # add "[LMK]" as a new token (full fine-tuning only)
+    data: list[str] = field(default_factory=lambda: ["../shared/data/squad-v1.1-dev-part-a.json"])
+    train_articles: str = "0:16"
+    val_articles: str = "16:24"
+    lora: bool = True
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.0
+    lora_targets: list[str] = field(default_factory=lambda: ["query", "key", "value", "dense"])
+    temperature: float = 0.05
+    alpha: float = 0.08
+    span_context: int = 0
+    lr: float = 2e-4
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    max_grad_norm: float = 1.0
+    mixed_precision: Literal["no", "fp16", "bf16"] = "no"
+    gradient_accumulation_steps: int = 1
+    gradient_checkpointing: bool = False
+    device: str | None = None  # None: accelerate picks (cuda > cpu)
+    max_length: int | None = None  # encoder window (tokens incl. specials), saved in landmark_config.json
+    window_tokens: int | None = None  # training windows; None: the encoder's window budget
+    seed: int = 0
+    eval_every: int = 0  # 0: validate only after each stage
+    eval_max_questions: int | None = None
+    save_every: int = 0  # 0: no intermediate checkpoints
+    threads: int | None = None
+    stages: list[StageConfig] = field(default_factory=lambda: [StageConfig()])
+
+    def __post_init__(self) -> None:
+        self.stages = [s if isinstance(s, StageConfig) else StageConfig(**s) for s in self.stages]
+        if self.new_lmk_token and self.lora:
+            raise ValueError("new_lmk_token needs full fine-tuning (lora=false): the new embedding row must be saved")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown training options: {', '.join(unknown)}")
+        return cls(**data)
+
+    @classmethod
+    def load(cls, path: str | Path) -> TrainConfig:
+        path = Path(path)
+        text = path.read_text()
+        if path.suffix in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text) or {}
+        elif path.suffix == ".toml":
+            try:
+                import tomllib
+            except ModuleNotFoundError:  # Python 3.10
+                import tomli as tomllib  # type: ignore[no-redef]
+            data = tomllib.loads(text)
+        else:
+            data = json.loads(text)
+        return cls.from_dict(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @property
+    def total_steps(self) -> int:
+        return sum(s.steps for s in self.stages)

@@ -1,0 +1,110 @@
+"""Stage 3 data: long-document QA - windows of whole SQuAD-format articles.
+
+A training document is a run of consecutive article sentences that fits one encoder window,
+placed at a random offset around a sampled question's answer so that answers are seen at
+every position of a window (inference pools each sentence from whichever window gives it
+the most balanced context). Every other sentence of the window is a hard negative, the
+neighbouring sentences of the answer included.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+
+from landmark_rag.train.examples import Batch, TrainExample
+from landmark_rag.train.squad import Article
+
+
+class LongDocBuilder:
+    """Batches of article windows with their questions' answer-sentence spans."""
+
+    def __init__(
+        self,
+        articles: Sequence[Article],
+        unit_tokens: Sequence[Sequence[int]],
+        window_tokens: int,
+        *,
+        examples_per_batch: int = 2,
+        queries_per_example: int = 8,
+        span_context: int = 0,
+        landmark_tokens: int = 1,
+    ) -> None:
+        """``unit_tokens[a][i]``: token count of sentence ``i`` of article ``a``;
+        ``landmark_tokens`` is added per sentence (1 with a landmark, 0 for mean pooling);
+        ``span_context``: extra sentences before the answer counted as (down-weighted)
+        positives, within the answer's paragraph - the position-aware part of the objective."""
+        self.articles = [a for a in articles if a.questions and a.sentences]
+        lengths = {id(a): t for a, t in zip(articles, unit_tokens, strict=True)}
+        self.lengths = [[n + landmark_tokens for n in lengths[id(a)]] for a in self.articles]
+        self.window_tokens = window_tokens
+        self.examples_per_batch = examples_per_batch
+        self.queries_per_example = queries_per_example
+        self.spans = []
+        for a in self.articles:
+            para_of = _paragraph_of_sentences(a)
+            per_q = []
+            for q in a.questions:
+                span = a.answer_span(q)
+                first = span[0]
+                for _ in range(span_context):
+                    if first > 0 and para_of[first - 1] == para_of[span[0]]:
+                        first -= 1
+                per_q.append(list(range(first, span[-1] + 1)))
+            self.spans.append(per_q)
+
+    def _window(self, a: int, span: list[int], rng: random.Random) -> tuple[int, int]:
+        lens = self.lengths[a]
+        n = len(lens)
+        # grow from the span left/right in random proportion until the window is full
+        lo, hi = span[0], span[-1] + 1
+        used = sum(lens[lo:hi])
+        while True:
+            can_left = lo > 0 and used + lens[lo - 1] <= self.window_tokens
+            can_right = hi < n and used + lens[hi] <= self.window_tokens
+            if not (can_left or can_right):
+                break
+            go_left = can_left and (not can_right or rng.random() < 0.5)
+            if go_left:
+                lo -= 1
+                used += lens[lo]
+            else:
+                used += lens[hi]
+                hi += 1
+        return lo, hi
+
+    def example(self, a: int, rng: random.Random) -> TrainExample:
+        art = self.articles[a]
+        q0 = rng.randrange(len(art.questions))
+        lo, hi = self._window(a, self.spans[a][q0], rng)
+        inside = [j for j, s in enumerate(self.spans[a]) if s[0] >= lo and s[-1] < hi and j != q0]
+        rng.shuffle(inside)
+        chosen = [q0, *inside[: self.queries_per_example - 1]]
+        return TrainExample(
+            units=[s.text for s in art.sentences[lo:hi]],
+            queries=[art.questions[j].text for j in chosen],
+            spans=[[i - lo for i in self.spans[a][j]] for j in chosen],
+            doc_id=f"{art.title}[{lo}:{hi}]",
+        )
+
+    def batches(self, rng: random.Random) -> Iterator[Batch]:
+        """An endless stream; each batch holds windows of distinct articles (in-batch negatives)."""
+        weights = [len(a.questions) for a in self.articles]
+        k = min(self.examples_per_batch, len(self.articles))
+        while True:
+            picked: list[int] = []
+            while len(picked) < k:
+                a = rng.choices(range(len(self.articles)), weights)[0]
+                if a not in picked:
+                    picked.append(a)
+            yield [self.example(a, rng) for a in picked]
+
+
+def _paragraph_of_sentences(article: Article) -> list[int]:
+    starts = [p[0] for p in article.paragraphs]
+    out, p = [], 0
+    for s in article.sentences:
+        while p + 1 < len(starts) and s.start >= starts[p + 1]:
+            p += 1
+        out.append(p)
+    return out

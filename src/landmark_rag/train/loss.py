@@ -1,0 +1,61 @@
+"""Training objectives: the position-aware contrastive loss and base-model distillation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+
+
+def position_weights(span_length: int, alpha: float = 0.08) -> torch.Tensor:
+    """Weights ``w_i = exp(-alpha * i)`` for the sentences of an answer span, ``i`` being the
+    distance from the span's LAST sentence (index 0 = the last sentence, weight 1).
+
+    Why: retrieval returns the landmark at the END of the useful span and expands backwards
+    (Front-k), so the last sentence must score highest and earlier ones progressively less.
+    """
+    if span_length < 1:
+        raise ValueError("an answer span has at least one sentence")
+    return torch.exp(-alpha * torch.arange(span_length, dtype=torch.float32))
+
+
+def position_aware_contrastive_loss(
+    queries: torch.Tensor,
+    units: torch.Tensor,
+    spans: Sequence[Sequence[int]],
+    *,
+    temperature: float = 0.05,
+    alpha: float = 0.08,
+) -> torch.Tensor:
+    """Mean over queries of ``-sum_i w_i * log_softmax(s / tau)[z - i]``.
+
+    queries: ``[m, d]`` and units: ``[n, d]``, both L2-normalised (cosine scores); ``spans[j]``
+    lists the unit indices of query ``j``'s answer span in document order, so
+    ``spans[j][-1]`` is ``z``. Every other unit in ``units`` - the rest of the document and
+    the units of the other documents in the batch - is a negative.
+    """
+    if queries.shape[0] != len(spans):
+        raise ValueError("one answer span per query")
+    if queries.shape[0] == 0:
+        return queries.sum() * 0.0
+    logp = F.log_softmax(queries @ units.T / temperature, dim=-1)
+    losses = []
+    for j, span in enumerate(spans):
+        idx = torch.as_tensor(list(span)[::-1], dtype=torch.long, device=logp.device)  # z, z-1, ...
+        w = position_weights(len(idx), alpha).to(logp.device, logp.dtype)
+        losses.append(-(w * logp[j, idx]).sum())
+    return torch.stack(losses).mean()
+
+
+def distillation_loss(student: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
+    """Mean ``1 - cos(student, teacher)``.
+
+    Why: pulling each in-context sentence vector towards the frozen base model's own
+    embedding of that sentence keeps the trained model anchored to what the base model
+    already does well (so it does not fall below per-sentence embedding) while the
+    contrastive term adds what context contributes.
+    """
+    if student.shape[0] == 0:
+        return student.sum() * 0.0
+    return (1.0 - F.cosine_similarity(student, teacher.to(student.dtype), dim=-1)).mean()

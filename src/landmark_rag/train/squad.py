@@ -1,0 +1,84 @@
+"""SQuAD-format articles as long documents with answer-sentence spans.
+
+An article's paragraphs joined with a blank line make one long document; a question's
+answer span is the run of sentences that the (first) gold answer's characters touch.
+Articles, not questions, are the unit of any train/validation split, so no validation
+document is ever seen in training.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from landmark_rag.types import Sentence
+
+PARAGRAPH_JOIN = "\n\n"
+
+
+@dataclass
+class Question:
+    text: str
+    answer_start: int  # character offset in the article text
+    answer_end: int
+    paragraph: int
+    qid: str = ""
+
+
+@dataclass
+class Article:
+    title: str
+    text: str
+    paragraphs: list[tuple[int, int]]  # character span of each paragraph in ``text``
+    questions: list[Question]
+    sentences: list[Sentence] = field(default_factory=list)
+
+    def segment(self, segment: Callable[[str, str], list[Sentence]]) -> Article:
+        """Fill ``sentences`` with ``segment(text, title)`` (the encoder's own segmentation)."""
+        self.sentences = segment(self.text, self.title)
+        return self
+
+    def answer_span(self, q: Question) -> list[int]:
+        """Indices of the sentences the answer touches (needs ``segment`` first)."""
+        starts = [s.start for s in self.sentences]
+        first = max(0, bisect_right(starts, q.answer_start) - 1)
+        last = max(first, bisect_right(starts, max(q.answer_start, q.answer_end - 1)) - 1)
+        return list(range(first, last + 1))
+
+
+def load_squad(path: str | Path) -> list[Article]:
+    """All articles of a SQuAD v1.1-format file, in file order."""
+    data = json.loads(Path(path).read_text())
+    articles = []
+    for art in data["data"]:
+        parts, spans, questions, pos = [], [], [], 0
+        for p, para in enumerate(art["paragraphs"]):
+            if parts:
+                pos += len(PARAGRAPH_JOIN)
+            ctx = para["context"]
+            spans.append((pos, pos + len(ctx)))
+            for qa in para["qas"]:
+                if not qa.get("answers"):
+                    continue
+                ans = qa["answers"][0]
+                start = pos + int(ans["answer_start"])
+                questions.append(Question(qa["question"], start, start + len(ans["text"]), p, qa.get("id", "")))
+            parts.append(ctx)
+            pos += len(ctx)
+        articles.append(Article(art.get("title", f"article-{len(articles)}"), PARAGRAPH_JOIN.join(parts), spans, questions))
+    return articles
+
+
+def select(articles: Sequence[Article], spec: str) -> list[Article]:
+    """Articles by a Python slice ``"a:b"`` or comma-separated indices/titles."""
+    spec = spec.strip()
+    if ":" in spec and "," not in spec:
+        a, b = (int(x) if x.strip() else None for x in spec.split(":", 1))
+        return list(articles[a:b])
+    out = []
+    for item in (x.strip() for x in spec.split(",") if x.strip()):
+        out.append(articles[int(item)] if item.lstrip("-").isdigit() else next(a for a in articles if a.title == item))
+    return out

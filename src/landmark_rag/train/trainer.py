@@ -1,0 +1,324 @@
+"""The one trainer all stages feed: accelerate for devices, precision and accumulation.
+
+Per step it lays out the batch's documents exactly as inference does, pools one vector per
+unit with gradients, and minimises ``contrastive_weight * position-aware InfoNCE +
+distill_weight * (1 - cos(in-context vector, base model's standalone vector))``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import random
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from landmark_rag.encode.encoder import LandmarkEncoder
+from landmark_rag.train.config import StageConfig, TrainConfig
+from landmark_rag.train.data_longdoc import LongDocBuilder
+from landmark_rag.train.data_pairwise import PairwiseBuilder
+from landmark_rag.train.data_pseudo import PseudoDocBuilder
+from landmark_rag.train.examples import Batch
+from landmark_rag.train.forward import (
+    document_jobs,
+    hf_forward,
+    pool_jobs,
+    query_jobs,
+    standalone_jobs,
+    tokenize_units,
+)
+from landmark_rag.train.loss import distillation_loss, position_aware_contrastive_loss
+from landmark_rag.train.squad import Article, load_squad, select
+from landmark_rag.train.validation import validate
+
+logger = logging.getLogger(__name__)
+
+
+class Trainer:
+    """Trains a :class:`LandmarkEncoder` in place; ``save`` writes a loadable model directory."""
+
+    def __init__(
+        self,
+        encoder: LandmarkEncoder,
+        config: TrainConfig,
+        train_articles: Sequence[Article],
+        val_articles: Sequence[Article] = (),
+    ) -> None:
+        from accelerate import Accelerator
+        from accelerate.utils import set_seed
+
+        self.config = config
+        self.encoder = encoder
+        set_seed(config.seed)
+        self.rng = random.Random(config.seed)
+        cpu = config.device == "cpu" or (config.device is None and not torch.cuda.is_available())
+        self.accelerator = Accelerator(
+            mixed_precision=config.mixed_precision,
+            gradient_accumulation_steps=config.gradient_accumulation_steps,
+            cpu=cpu,
+        )
+        self.device = self.accelerator.device
+        encoder.device = self.device
+        encoder.model.to(self.device)
+        self.train_articles = list(train_articles)
+        self.val_articles = list(val_articles)
+        if config.new_lmk_token:
+            encoder.add_landmark_token("[LMK]")
+        self.teacher = None
+        if config.lora:
+            from peft import LoraConfig, get_peft_model
+
+            lora = LoraConfig(
+                r=config.lora_r,
+                lora_alpha=config.lora_alpha,
+                lora_dropout=config.lora_dropout,
+                target_modules=list(config.lora_targets),
+                bias="none",
+            )
+            # get_peft_model injects the LoRA layers into encoder.model in place, so the
+            # encoder (validation, encode_*) runs the adapted model without a copy.
+            self.peft_model = get_peft_model(encoder.model, lora)
+            trainable: torch.nn.Module = self.peft_model
+        else:
+            self.peft_model = None
+            # The distillation target must stay the BASE model: a frozen copy.
+            self.teacher = copy.deepcopy(encoder.model).eval().requires_grad_(False)
+            trainable = encoder.model
+        if config.gradient_checkpointing:
+            encoder.model.gradient_checkpointing_enable()
+            if config.lora:
+                encoder.model.enable_input_require_grads()
+        params = [p for p in trainable.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+        self.model, self.optimizer = self.accelerator.prepare(trainable, self.optimizer)
+        self._forward = hf_forward(self.model)
+        self._teacher_cache: dict[str, torch.Tensor] = {}
+        self.history: list[dict[str, Any]] = []
+        self.step = 0
+
+    # ------------------------------------------------------------------ data
+    def builder(self, stage: StageConfig) -> Iterator[Batch]:
+        arts = self.train_articles
+        if stage.kind == "pairwise":
+            return PairwiseBuilder(
+                arts,
+                examples_per_batch=stage.examples_per_batch,
+                queries_per_example=stage.queries_per_example,
+                hard_negatives=stage.hard_negatives,
+            ).batches(self.rng)
+        if stage.kind == "pseudo":
+            return PseudoDocBuilder(
+                arts,
+                passages_per_document=stage.passages_per_document,
+                examples_per_batch=stage.examples_per_batch,
+                queries_per_example=stage.queries_per_example,
+            ).batches(self.rng)
+        lengths = [[len(t) for t in tokenize_units(self.encoder, [s.text for s in a.sentences])] for a in arts]
+        window = int(self.config.window_tokens or self.encoder.budget)
+        return LongDocBuilder(
+            arts,
+            lengths,
+            min(window, self.encoder.budget),
+            examples_per_batch=stage.examples_per_batch,
+            queries_per_example=stage.queries_per_example,
+            span_context=self.config.span_context,
+            landmark_tokens=1 if self.encoder.config.pooling == "landmark" else 0,
+        ).batches(self.rng)
+
+    # ------------------------------------------------------------------ loss
+    def _teacher_vectors(self, units: list[str]) -> torch.Tensor:
+        """The base model's standalone (per-sentence) embedding of each unit, cached."""
+        missing = list(dict.fromkeys(u for u in units if u not in self._teacher_cache))
+        if missing:
+            toks = tokenize_units(replace_pooling(self.encoder), missing)
+            jobs = standalone_jobs(self.encoder, toks)
+            with torch.no_grad():
+                if self.peft_model is not None:
+                    with self.peft_model.disable_adapter():
+                        was = self.model.training
+                        self.model.eval()
+                        (vecs,) = pool_jobs(self._forward, jobs, [len(missing)], "mean", self.encoder.pad_id, self.device)
+                        self.model.train(was)
+                else:
+                    (vecs,) = pool_jobs(
+                        hf_forward(self.teacher), jobs, [len(missing)], "mean", self.encoder.pad_id, self.device
+                    )
+            for u, v in zip(missing, vecs, strict=True):
+                self._teacher_cache[u] = v.detach()
+        return torch.stack([self._teacher_cache[u] for u in units])
+
+    def batch_loss(self, batch: Batch, stage: StageConfig) -> dict[str, torch.Tensor]:
+        enc = self.encoder
+        jobs, counts = [], []
+        for d, ex in enumerate(batch):
+            toks = tokenize_units(enc, ex.units)
+            jobs.extend(
+                standalone_jobs_for(enc, toks, d) if enc.config.pooling == "sentence" else document_jobs(enc, toks, d)
+            )
+            counts.append(len(ex.units))
+        mode = "landmark" if enc.config.pooling == "landmark" else "mean"
+        per_doc = pool_jobs(self._forward, jobs, counts, mode, enc.pad_id, self.device)
+        units = torch.cat(per_doc)
+        out: dict[str, torch.Tensor] = {}
+        total = units.sum() * 0.0
+        if stage.contrastive_weight:
+            queries = [q for ex in batch for q in ex.queries]
+            spans, offset = [], 0
+            for ex, n in zip(batch, counts, strict=True):
+                spans.extend([[offset + i for i in s] for s in ex.spans])
+                offset += n
+            qmode = "landmark" if enc.config.query_pooling == "landmark" else "mean"
+            (qvecs,) = pool_jobs(self._forward, query_jobs(enc, queries), [len(queries)], qmode, enc.pad_id, self.device)
+            c = position_aware_contrastive_loss(
+                qvecs, units, spans, temperature=self.config.temperature, alpha=self.config.alpha
+            )
+            out["contrastive"] = c
+            total = total + stage.contrastive_weight * c
+        if stage.distill_weight:
+            teacher = self._teacher_vectors([u for ex in batch for u in ex.units])
+            dl = distillation_loss(units, teacher)
+            out["distill"] = dl
+            total = total + stage.distill_weight * dl
+        out["loss"] = total
+        return out
+
+    # ------------------------------------------------------------------ loop
+    def _lr(self, stage: StageConfig, k: int) -> float:
+        base = stage.lr if stage.lr is not None else self.config.lr
+        warm = max(1, int(self.config.warmup_ratio * stage.steps))
+        if k < warm:
+            return base * (k + 1) / warm
+        return base * max(0.0, (stage.steps - k) / max(1, stage.steps - warm))
+
+    def train(self) -> list[dict[str, Any]]:
+        """Run every stage; returns the history (losses and validation figures)."""
+        cfg = self.config
+        if self.val_articles:
+            self._validate("start")
+        bar = tqdm(total=cfg.total_steps, desc="training", unit="step", disable=not self.accelerator.is_main_process)
+        t0 = time.perf_counter()
+        for si, stage in enumerate(cfg.stages):
+            batches = self.builder(stage)
+            self.model.train()
+            ema: float | None = None
+            for k in range(stage.steps):
+                for group in self.optimizer.param_groups:
+                    group["lr"] = self._lr(stage, k)
+                with self.accelerator.accumulate(self.model):
+                    parts = self.batch_loss(next(batches), stage)
+                    self.accelerator.backward(parts["loss"])
+                    if self.accelerator.sync_gradients and cfg.max_grad_norm:
+                        self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+                    self.optimizer.step()
+                    self.optimizer.zero_grad()
+                self.step += 1
+                loss = float(parts["loss"].detach())
+                ema = loss if ema is None else 0.95 * ema + 0.05 * loss
+                rec = {"step": self.step, "stage": si, "kind": stage.kind, "lr": self._lr(stage, k)}
+                rec.update({k2: round(float(v.detach()), 5) for k2, v in parts.items()})
+                self.history.append(rec)
+                bar.update(1)
+                bar.set_postfix(stage=f"{si}:{stage.kind}", loss=f"{ema:.4f}")
+                if cfg.eval_every and self.step % cfg.eval_every == 0 and self.val_articles:
+                    self._validate(f"step {self.step}")
+                if cfg.save_every and self.step % cfg.save_every == 0:
+                    self.save(Path(cfg.output_dir) / "checkpoints" / f"step-{self.step}")
+            if self.val_articles and not (cfg.eval_every and self.step % cfg.eval_every == 0):
+                self._validate(f"end of stage {si} ({stage.kind})")
+        bar.close()
+        self.history.append({"step": self.step, "train_seconds": round(time.perf_counter() - t0, 1)})
+        return self.history
+
+    def _validate(self, when: str) -> dict[str, float]:
+        metrics = validate(self.encoder, self.val_articles, self.config.eval_max_questions)
+        self.history.append({"step": self.step, "validation": metrics, "when": when})
+        logger.info("validation (%s): %s", when, metrics)
+        tqdm.write(f"[validation {when}] " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if k != "questions"))
+        return metrics
+
+    # ------------------------------------------------------------------ saving
+    def save(self, directory: str | Path) -> Path:
+        """Write a directory ``LandmarkEncoder.from_pretrained`` loads.
+
+        With LoRA: the adapter (a few MB) plus ``landmark_config.json`` naming the base
+        model, so the base weights stay where they are installed. Full fine-tuning: the
+        whole model (``LandmarkEncoder.save_pretrained``).
+        """
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.accelerator.wait_for_everyone()
+        if not self.accelerator.is_main_process:
+            return directory
+        cfg = self.config
+        config = replace(self.encoder.config, model_name=cfg.model_name or self.encoder.config.model_name)
+        if self.peft_model is not None:
+            self.accelerator.unwrap_model(self.model).save_pretrained(directory, safe_serialization=True)
+            replace(config, base_model=cfg.base_model).save(directory)
+        else:
+            model = self.accelerator.unwrap_model(self.model)
+            model.save_pretrained(directory, safe_serialization=True)
+            self.encoder.tokenizer.save_pretrained(directory)
+            replace(config, base_model=None).save(directory)
+        cfg.save(directory / "train_config.json")
+        (directory / "train_history.json").write_text(json.dumps(self.history, indent=1) + "\n")
+        return directory
+
+
+def replace_pooling(encoder: LandmarkEncoder) -> LandmarkEncoder:
+    """A view of ``encoder`` whose tokenisation caps units as standalone sentences."""
+    view = copy.copy(encoder)
+    view.config = replace(encoder.config, pooling="sentence")
+    return view
+
+
+def standalone_jobs_for(encoder: LandmarkEncoder, toks: list[np.ndarray], doc: int) -> list:
+    jobs = standalone_jobs(encoder, toks)
+    for j in jobs:
+        j.doc = doc
+    return jobs
+
+
+def load_articles(config: TrainConfig, encoder: LandmarkEncoder) -> tuple[list[Article], list[Article]]:
+    """Train and validation articles, split by article, segmented the encoder's way."""
+    train, val = [], []
+    for path in config.data:
+        arts = load_squad(path)
+        train.extend(select(arts, config.train_articles))
+        val.extend(select(arts, config.val_articles) if config.val_articles else [])
+    overlap = {a.title for a in train} & {a.title for a in val}
+    if overlap:
+        raise ValueError(f"articles in both training and validation: {sorted(overlap)[:5]}")
+    for a in (*train, *val):
+        a.segment(encoder.segment)
+    return train, val
+
+
+def train(config: TrainConfig, *, encoder: LandmarkEncoder | None = None) -> tuple[LandmarkEncoder, list[dict[str, Any]]]:
+    """Train per ``config`` and save the result to ``config.output_dir``.
+
+    Returns the trained encoder (adapter applied, ready to use) and the history.
+    """
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    if encoder is None:
+        overrides: dict[str, Any] = {"pooling": config.pooling, "query_pooling": config.query_pooling}
+        if config.lmk_token:
+            overrides["lmk_token"] = config.lmk_token
+        if config.max_length:
+            overrides["max_length"] = config.max_length
+        encoder = LandmarkEncoder.from_pretrained(config.base_model, device=config.device or None, **overrides)
+    train_articles, val_articles = load_articles(config, encoder)
+    trainer = Trainer(encoder, config, train_articles, val_articles)
+    history = trainer.train()
+    trainer.save(config.output_dir)
+    encoder.model.eval()
+    return encoder, history
+

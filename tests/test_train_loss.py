@@ -1,0 +1,63 @@
+"""The position-aware contrastive loss against hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from landmark_rag.train.loss import distillation_loss, position_aware_contrastive_loss, position_weights
+
+
+def test_position_weights_decay_from_the_last_sentence():
+    w = position_weights(3, alpha=0.08)
+    assert torch.allclose(w, torch.tensor([1.0, math.exp(-0.08), math.exp(-0.16)]))
+
+
+def test_hand_computed_example():
+    # one query, three units; answer span = units 0..1, so z = 1 (weight 1) and unit 0 weight 1/2
+    q = torch.tensor([[1.0, 0.0]])
+    u = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
+    # scores [1, 0, -1]; log Z = log(e + 1 + 1/e) = 1.4076059644
+    # loss = -(1 * (0 - 1.4076059644) + 0.5 * (1 - 1.4076059644)) = 1.6114089466
+    loss = position_aware_contrastive_loss(q, u, [[0, 1]], temperature=1.0, alpha=math.log(2))
+    assert loss.item() == pytest.approx(1.6114089466, abs=1e-6)
+
+
+def test_temperature_and_mean_over_queries():
+    q = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    u = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    # tau 0.5: scores/tau = [2, 0] resp. [0, 2]; query 0 -> unit 0, query 1 -> unit 0
+    # q0: -log(e^2/(e^2+1)) = 0.1269280110 ; q1: -log(1/(1+e^2)) = 2.1269280110
+    loss = position_aware_contrastive_loss(q, u, [[0], [0]], temperature=0.5, alpha=0.08)
+    assert loss.item() == pytest.approx((0.1269280110 + 2.1269280110) / 2, abs=1e-6)
+
+
+def test_in_batch_negatives_raise_the_loss():
+    q = torch.tensor([[1.0, 0.0]])
+    own = torch.tensor([[0.8, 0.6], [0.0, 1.0]])
+    other_doc = torch.tensor([[0.6, 0.8]])
+    alone = position_aware_contrastive_loss(q, own, [[0]])
+    with_batch = position_aware_contrastive_loss(q, torch.cat([own, other_doc]), [[0]])
+    assert with_batch > alone
+
+
+def test_gradient_pulls_query_towards_the_span_end():
+    q = torch.tensor([[0.6, 0.8]], requires_grad=True)
+    u = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    position_aware_contrastive_loss(q, u, [[1]], temperature=0.1).backward()
+    assert q.grad[0, 1] < 0 < q.grad[0, 0]  # descending moves q towards unit 1, away from unit 0
+
+
+def test_distillation_loss():
+    a = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
+    assert distillation_loss(a, a).item() == pytest.approx(0.0, abs=1e-7)
+    assert distillation_loss(a, torch.tensor([[0.0, 1.0], [0.0, 1.0]])).item() == pytest.approx(0.5)
+
+
+def test_bad_spans_rejected():
+    with pytest.raises(ValueError):
+        position_aware_contrastive_loss(torch.ones(2, 2), torch.ones(3, 2), [[0]])
+    with pytest.raises(ValueError):
+        position_weights(0)
