@@ -1,0 +1,25 @@
+"""LlamaIndex drop-in components (``pip install landmark-rag[llama-index]``).
+
+- :class:`LandmarkNodeParser` - one ``TextNode`` per sentence, exact offsets, core schema;
+- :class:`LandmarkEmbedding` - encodes each document in one pass and sets every sentence
+  node's in-context vector; queries are embedded as ``query + LMK``;
+- :class:`BoundaryExpansionPostprocessor` - expands sentence hits into exact passages,
+  reading neighbours from the ``ChromaVectorStore`` (or a docstore);
+- :class:`ReplaceDocuments` - re-ingesting a document replaces its old sentences;
+- :class:`DocstoreSentenceSource` / :func:`sentence_source` - the neighbour sources.
+"""
+
+from landmark_rag.llama_index.embedding import LandmarkEmbedding
+from landmark_rag.llama_index.node_parser import LandmarkNodeParser
+from landmark_rag.llama_index.postprocessor import BoundaryExpansionPostprocessor
+from landmark_rag.llama_index.replace import ReplaceDocuments
+from landmark_rag.llama_index.sources import DocstoreSentenceSource, sentence_source
+
+__all__ = [
+    "BoundaryExpansionPostprocessor",
+    "DocstoreSentenceSource",
+    "LandmarkEmbedding",
+    "LandmarkNodeParser",
+    "ReplaceDocuments",
+    "sentence_source",
+]

@@ -1,0 +1,71 @@
+"""Translation between LlamaIndex nodes and the core record types (no algorithm here).
+
+A sentence node is a ``TextNode`` whose id is ``sentence_id(doc_id, index)`` and whose
+metadata carries the core schema keys (:mod:`landmark_rag.store.schema`). Keeping exactly
+the core layout is what lets the core ``ChromaSentenceStore`` read (and expand from) a
+collection that LlamaIndex's ``ChromaVectorStore`` wrote, and vice versa.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, RelatedNodeInfo, TextNode
+
+from landmark_rag.store.schema import DOC_ID, INDEX, SCHEMA_KEYS, sentence_from_metadata
+from landmark_rag.types import Hit, Passage, Sentence
+
+#: Keys of a passage's span metadata (``Passage.span_metadata()``).
+SPAN_KEYS = ("doc_id", "start", "end", "first_sentence", "last_sentence", "hit_sentences", "score")
+
+#: Structural keys an embedding model or an LLM prompt must never see: they are offsets and
+#: ids, not content, and would only add noise to vectors and tokens to prompts.
+HIDDEN_KEYS = tuple(dict.fromkeys((*SCHEMA_KEYS, *SPAN_KEYS)))
+
+
+def is_sentence_node(node: BaseNode) -> bool:
+    """True for nodes written by :class:`~landmark_rag.llama_index.LandmarkNodeParser`."""
+    md = node.metadata or {}
+    return isinstance(node, TextNode) and DOC_ID in md and INDEX in md
+
+
+def node_text(node: BaseNode) -> str:
+    """The node's own text, without any metadata rendered into it."""
+    return node.get_content(metadata_mode=MetadataMode.NONE)
+
+
+def node_to_sentence(node: BaseNode) -> Sentence:
+    """The core ``Sentence`` a sentence node stands for."""
+    return sentence_from_metadata(node_text(node), dict(node.metadata))
+
+
+def node_doc_id(node: BaseNode) -> str:
+    """The document a node belongs to: the schema's doc id, else LlamaIndex's ref doc id."""
+    md = node.metadata or {}
+    if DOC_ID in md:
+        return str(md[DOC_ID])
+    return str(node.ref_doc_id or node.node_id)
+
+
+def node_to_hit(node: BaseNode, score: float | None) -> Hit:
+    """A retrieved sentence node as a core ``Hit``."""
+    return Hit(node_to_sentence(node), float(score if score is not None else 0.0), dict(node.metadata))
+
+
+def passage_to_node(passage: Passage, excluded_keys: list[str] | None = None) -> TextNode:
+    """A passage as a ``TextNode``: exact slice as text, span recorded in metadata.
+
+    The id names the sentence range, so the same span retrieved twice is the same node.
+    """
+    metadata: dict[str, Any] = {**passage.metadata, **passage.span_metadata()}
+    hidden = list(dict.fromkeys([*(excluded_keys or []), *HIDDEN_KEYS]))
+    return TextNode(
+        id_=f"{passage.doc_id}:{passage.first_index}-{passage.last_index}",
+        text=passage.text,
+        start_char_idx=passage.start,
+        end_char_idx=passage.end,
+        metadata=metadata,
+        excluded_embed_metadata_keys=hidden,
+        excluded_llm_metadata_keys=hidden,
+        relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=passage.doc_id)},
+    )
