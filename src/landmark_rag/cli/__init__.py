@@ -17,6 +17,13 @@ app = typer.Typer(
     add_completion=False,
 )
 
+
+@app.callback()
+def _root() -> None:
+    # A callback keeps Typer in multi-command mode even while only one sub-command is
+    # registered (otherwise ``landmark-rag eval ...`` is rejected as an extra argument).
+    pass
+
 # Sub-command modules; each defines functions decorated with @app.command().
 _COMMAND_MODULES = ["index", "query", "info", "demo", "eval", "train"]
 

@@ -1,0 +1,82 @@
+"""``landmark-rag demo``: the whole workflow on the bundled sample corpus, in a temporary store."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import typer
+
+from landmark_rag.cli import app
+from landmark_rag.cli._common import DeviceOption, console, err_console
+
+
+@app.command("demo")
+def demo_command(
+    model: str | None = typer.Option(None, "--model", help="Model to demo (default: the package's)."),
+    k: int = typer.Option(3, "-k", "--k", min=1, help="Passages per question."),
+    strategy: str = typer.Option("front", "--strategy", help="Expansion: front, surround or adaptive."),
+    keep: Path | None = typer.Option(None, "--keep", file_okay=False, help="Keep the store in this folder."),
+    device: str | None = DeviceOption,
+) -> None:
+    """Index the sample corpus shipped with the package and answer a few questions.
+
+    Runs exactly what ``landmark-rag index`` and ``landmark-rag query`` run, against a
+    temporary store that is deleted afterwards (unless ``--keep DIR``). Each passage is
+    checked against the answer the question expects; the exit code is non-zero if the top
+    passage misses the answer for most questions.
+    """
+    from landmark_rag.cli._common import encoder_for
+    from landmark_rag.ingest import discover_files, index_files
+    from landmark_rag.render import hit_segments, passage_hits
+    from landmark_rag.retrieve import search_passages
+    from landmark_rag.samples import corpus_dir, sample_questions
+    from landmark_rag.store import ChromaSentenceStore
+    from rich.text import Text
+
+    tmp = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="landmark-demo-"))
+    try:
+        files = discover_files([corpus_dir()])
+        console.print(Text(f"Sample corpus: {len(files)} documents in {corpus_dir()}", style="bold"))
+        encoder, source = encoder_for(None, model, device=device)
+        store = ChromaSentenceStore.open(str(tmp), identity=encoder.config.identity())
+        report = index_files(files, encoder, store, show_progress=True)
+        console.print(
+            f"indexed {report.sentences} sentences with {encoder.model_name} in {report.seconds:.1f} s "
+            f"({report.tokens_per_second:,.0f} tokens/s)\n",
+            markup=False,
+        )
+        questions = sample_questions()
+        vectors = encoder.encode_queries([q.question for q in questions])
+        found = 0
+        for q, vec in zip(questions, vectors, strict=True):
+            passages = search_passages(vec, store, k, strategy)
+            hits = passage_hits(store, passages)
+            console.print(Text(f"? {q.question}", style="bold"))
+            for rank, (p, hs) in enumerate(zip(passages, hits, strict=True), start=1):
+                ok = q.answer in p.text
+                head = Text(f"  #{rank} ", style="bold blue")
+                head.append(f"{p.doc_id} [{p.start}:{p.end}] score {p.score:.3f}", style="dim")
+                if ok:
+                    head.append(f"  contains {q.answer!r}", style="green")
+                console.print(head)
+                body = Text("     ")
+                for piece, is_hit in hit_segments(p, hs):
+                    body.append(piece, style="bold black on yellow" if is_hit else None)
+                console.print(body)
+            top_ok = bool(passages) and q.answer in passages[0].text
+            found += top_ok
+            console.print()
+        console.print(Text(f"answer in the top passage for {found} of {len(questions)} questions", style="bold"))
+        console.print(
+            "Next: landmark-rag index YOUR_FOLDER, then landmark-rag query \"your question\" (--html page.html).",
+            markup=False,
+        )
+        if keep:
+            err_console.print(f"store kept in {tmp}", markup=False)
+    finally:
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if found * 2 <= len(questions):
+        raise typer.Exit(1)

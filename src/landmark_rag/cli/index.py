@@ -1,0 +1,104 @@
+"""``landmark-rag index PATH...``: encode plain-text files chunking-free into a Chroma store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from landmark_rag.cli import app
+from landmark_rag.cli._common import (
+    EXIT_INTERRUPTED,
+    CollectionOption,
+    DbOption,
+    DeviceOption,
+    console,
+    encoder_for,
+    err_console,
+    fail,
+    local_db_path,
+    make_client,
+    store_errors,
+)
+
+
+@app.command("index")
+def index_command(
+    paths: list[Path] = typer.Argument(..., help="Files or folders (searched recursively)."),
+    db: str = DbOption,
+    model: str | None = typer.Option(
+        None, "--model", help="Model alias, directory or .gguf (default: the store's model, else the package default)."
+    ),
+    glob: str | None = typer.Option(None, "--glob", help="Only files matching this pattern, e.g. '*.md'."),
+    batch_size: int = typer.Option(16, "--batch-size", min=1, help="Encoder windows per batch."),
+    collection: str = CollectionOption,
+    pooling: str | None = typer.Option(
+        None, "--pooling", help="Override the model's pooling: landmark, mean or sentence (new stores only)."
+    ),
+    prune: bool = typer.Option(False, "--prune", help="Also delete documents whose file no longer exists."),
+    device: str | None = DeviceOption,
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Index .txt/.md and any other plain-text files.
+
+    One vector per sentence, each computed in its document's context. Document ids are
+    paths relative to the folder given (a file given directly: its name). Unchanged files
+    are skipped; changed files replace their old sentences; binary, undecodable and empty
+    files are reported and skipped. An interrupted run hides the unfinished document from
+    queries; run the same command again to finish.
+    """
+    from landmark_rag.ingest import discover_files, index_files, prune_missing, record_model
+    from landmark_rag.store import ChromaSentenceStore
+
+    db_dir = local_db_path(db)
+    try:
+        files = discover_files(paths, glob=glob, exclude=[db_dir] if db_dir else [])
+    except FileNotFoundError as exc:
+        fail(str(exc))
+    client = make_client(db)
+    try:
+        existing = ChromaSentenceStore.open(collection_name=collection, client=client, create=False)
+    except LookupError:
+        existing = None
+    overrides = {"pooling": pooling} if pooling else None
+    encoder, source = encoder_for(existing, model, device=device, overrides=overrides)
+    with store_errors():
+        store = ChromaSentenceStore.open(
+            collection_name=collection, client=client, identity=encoder.config.identity(), create=True
+        )
+    record_model(store, source, encoder.dim)
+    if not quiet:
+        err_console.print(f"model {encoder.model_name} ({source}), {len(files)} files, store {db} [{collection}]",
+                          markup=False)
+    report = index_files(files, encoder, store, batch_size=batch_size, show_progress=not quiet)
+    if prune and not report.interrupted:
+        roots = {f.root for f in files} | {Path(p).expanduser().resolve() for p in paths if Path(p).is_dir()}
+        report.pruned = prune_missing(store, roots)
+    _summary(report, store.count_sentences(), len(store.documents()))
+    if report.interrupted:
+        err_console.print(
+            f"interrupted: {report.not_reached} file(s) not finished; unfinished documents are hidden from "
+            "queries. Run the same command again to complete the index.",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _summary(report, total_sentences: int, total_docs: int) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    c = report.counts()
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("indexed", f"{c['indexed']} new, {c['updated']} updated ({report.sentences:,} sentences)")
+    table.add_row("unchanged", str(c["unchanged"]))
+    table.add_row("skipped", str(c["skipped"]))
+    if report.pruned:
+        table.add_row("pruned", f"{len(report.pruned)} (file gone)")
+    table.add_row("speed", f"{report.tokens:,} tokens in {report.seconds:.1f} s ({report.tokens_per_second:,.0f} tok/s)")
+    table.add_row("store", Text(f"{total_docs} documents, {total_sentences:,} sentences"))
+    console.print(table)
+    for o in report.with_status("skipped"):
+        console.print(f"  skipped {o.source}: {o.reason}", markup=False)

@@ -1,0 +1,64 @@
+"""``landmark-rag info``: what a store holds and which model it needs."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+
+from landmark_rag.cli import app
+from landmark_rag.cli._common import CollectionOption, DbOption, console, is_url, open_existing_store
+
+
+@app.command("info")
+def info_command(
+    db: str = DbOption,
+    collection: str = CollectionOption,
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Model, dimension, numbers of documents and sentences, store location, GGUF cache location.
+
+    Reads only the store's records (the model is not loaded), so it is instant.
+    """
+    from pathlib import Path
+
+    from landmark_rag.encode.loading import cache_dir
+    from landmark_rag.ingest import recorded_dim, recorded_model
+
+    store = open_existing_store(db, collection)
+    source, _ = recorded_model(store)
+    identity = store.identity()
+    complete = len(store.documents())
+    everything = len(store.documents(include_incomplete=True))
+    info = {
+        "store": db if is_url(db) else str(Path(db).expanduser().resolve()),
+        "collection": collection,
+        "model": identity.get("model_name"),
+        "model_source": source,
+        "pooling": identity.get("pooling"),
+        "query_pooling": identity.get("query_pooling"),
+        "landmark_token": identity.get("lmk_token"),
+        "dimension": recorded_dim(store),
+        "documents": complete,
+        "incomplete_documents": everything - complete,
+        "sentences": store.count_sentences(),
+        "gguf_cache": str(cache_dir() / "gguf"),
+    }
+    if as_json:
+        sys.stdout.write(json.dumps(info, indent=1) + "\n")
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in info.items():
+        if key == "incomplete_documents" and not value:
+            continue
+        label = key.replace("_", " ")
+        if key == "incomplete_documents":
+            label += " (interrupted; re-run index)"
+        table.add_row(label, Text("-" if value is None else str(value)))
+    console.print(table)

@@ -1,0 +1,158 @@
+"""``landmark-rag query "QUESTION"``: the k best passages, expanded from sentence hits."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from landmark_rag.cli import app
+from landmark_rag.cli._common import (
+    CollectionOption,
+    DbOption,
+    DeviceOption,
+    check_store,
+    console,
+    encoder_for,
+    fail,
+    open_existing_store,
+)
+
+STRATEGIES = ("front", "surround", "adaptive")
+
+
+@app.command("query")
+def query_command(
+    question: str | None = typer.Argument(None, help="The question (or use --questions FILE)."),
+    db: str = DbOption,
+    k: int = typer.Option(3, "-k", "--k", min=1, help="Number of passages."),
+    strategy: str = typer.Option("front", "--strategy", help="Expansion: front, surround or adaptive."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON on stdout instead of text."),
+    html_file: Path | None = typer.Option(None, "--html", dir_okay=False, help="Also write an HTML page here."),
+    questions_file: Path | None = typer.Option(
+        None, "--questions", exists=True, dir_okay=False,
+        help="Many questions: a text file (one a line) or a JSON list of strings.",
+    ),
+    collection: str = CollectionOption,
+    model: str | None = typer.Option(None, "--model", help="Model to query with (default: the one the store records)."),
+    device: str | None = DeviceOption,
+) -> None:
+    """Retrieve passages for a question.
+
+    Prints each passage with its source file, character span, score and the hit sentence
+    highlighted. ``--json``: a list of objects with source, doc_id, start, end, text, score,
+    first_sentence, last_sentence, hit_sentences; with ``--questions`` a list of
+    {"question", "passages"} objects. The model recorded in the store is used unless
+    ``--model`` says otherwise (a different model is refused, exit code 3).
+    """
+    from landmark_rag.retrieve import search_passages
+
+    strategy = strategy.lower()
+    if strategy not in STRATEGIES:
+        raise typer.BadParameter(f"choose one of {', '.join(STRATEGIES)}", param_hint="--strategy")
+    if (question is None) == (questions_file is None):
+        raise typer.BadParameter("give either a QUESTION or --questions FILE", param_hint="QUESTION")
+    questions = [question] if question is not None else _read_questions(questions_file)
+    if html_file is not None and len(questions) != 1:
+        raise typer.BadParameter("--html writes the page of a single question", param_hint="--html")
+
+    store = open_existing_store(db, collection)
+    encoder, _ = encoder_for(store, model, device=device)
+    check_store(store, encoder)
+    vectors = encoder.encode_queries(questions, show_progress=len(questions) > 64)
+    count_tokens = encoder.count_tokens if strategy == "adaptive" else None
+    results = []
+    for q, vec in zip(questions, vectors, strict=True):
+        passages = search_passages(vec, store, k, strategy, count_tokens=count_tokens)
+        results.append((q, vec, passages, _hits(store, passages)))
+
+    if html_file is not None:
+        _write_html(html_file, store, results[0], subtitle=f"{encoder.model_name} · k={k} · {strategy} · {db}")
+    if as_json:
+        rows = [[_passage_json(p, hs, r) for r, (p, hs) in enumerate(zip(ps, hits), 1)] for _, _, ps, hits in results]
+        payload: Any = rows[0] if question is not None else [
+            {"question": q, "passages": row} for (q, *_), row in zip(results, rows, strict=True)
+        ]
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=1) + "\n")
+        return
+    for q, _, passages, hits in results:
+        _print_passages(q, passages, hits, show_question=len(results) > 1)
+    if html_file is not None:
+        console.print(f"wrote {html_file}", markup=False)
+
+
+def _read_questions(path: Path) -> list[str]:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() == ".json":
+        data = json.loads(text)
+        if not isinstance(data, list) or not all(isinstance(x, str) for x in data):
+            raise typer.BadParameter("a JSON questions file must hold a list of strings", param_hint="--questions")
+        items = data
+    else:
+        items = text.splitlines()
+    questions = [q.strip() for q in items if q.strip()]
+    if not questions:
+        raise typer.BadParameter("the questions file is empty", param_hint="--questions")
+    return questions
+
+
+def _hits(store, passages):
+    from landmark_rag.render import passage_hits
+
+    return passage_hits(store, passages)
+
+
+def _passage_json(p, hits, rank: int) -> dict[str, Any]:
+    from landmark_rag.render import passage_source
+
+    return {
+        "rank": rank,
+        "source": passage_source(p),
+        "doc_id": p.doc_id,
+        "start": p.start,
+        "end": p.end,
+        "first_sentence": p.first_index,
+        "last_sentence": p.last_index,
+        "score": round(float(p.score), 6),
+        "text": p.text,
+        "hit_sentences": [{"index": s.index, "start": s.start, "end": s.end, "text": s.text} for s in hits],
+    }
+
+
+def _print_passages(question: str, passages, hits, *, show_question: bool) -> None:
+    from rich.text import Text
+
+    from landmark_rag.render import hit_segments, passage_source
+
+    if show_question:
+        console.print(Text(f"\n? {question}", style="bold"))
+    if not passages:
+        console.print("no passages: the store is empty", markup=False)
+        return
+    for rank, (p, hs) in enumerate(zip(passages, hits, strict=True), start=1):
+        head = Text()
+        head.append(f"#{rank} ", style="bold blue")
+        head.append(passage_source(p), style="bold")
+        head.append(f"  chars {p.start}-{p.end}  sentences {p.first_index}-{p.last_index}  score {p.score:.3f}",
+                    style="dim")
+        body = Text()
+        for piece, is_hit in hit_segments(p, hs):
+            body.append(piece, style="bold black on yellow" if is_hit else None)
+        console.print(head)
+        console.print(body)
+        console.print()
+
+
+def _write_html(path: Path, store, result, *, subtitle: str) -> None:
+    from landmark_rag.render import document_views, passage_source, render_page
+
+    question, vector, passages, hits = result
+    page = render_page(
+        question, passages, hits, document_views(store, passages, vector),
+        sources=[passage_source(p) for p in passages], subtitle=subtitle,
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")

@@ -1,0 +1,24 @@
+"""Folder ingestion without any framework: find files, decode them, skip unchanged ones,
+encode and store the rest. ``landmark-rag index`` is a thin shell around this."""
+
+from landmark_rag.ingest.decode import BadFileError, decode_bytes, read_document
+from landmark_rag.ingest.discover import SourceFile, discover_files
+from landmark_rag.ingest.identity import model_source, record_model, recorded_dim, recorded_model
+from landmark_rag.ingest.indexer import FileOutcome, IndexReport, document_metadata, index_files, prune_missing
+
+__all__ = [
+    "BadFileError",
+    "FileOutcome",
+    "IndexReport",
+    "SourceFile",
+    "decode_bytes",
+    "discover_files",
+    "document_metadata",
+    "index_files",
+    "model_source",
+    "prune_missing",
+    "read_document",
+    "record_model",
+    "recorded_dim",
+    "recorded_model",
+]

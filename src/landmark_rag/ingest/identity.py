@@ -1,0 +1,58 @@
+"""Which model a collection was built with, recorded so ``query`` needs no ``--model``.
+
+The core store records ``encoder.config.identity()`` (model name, pooling, landmark set-up)
+and refuses a different one. That identity names the model but does not say where its
+weights are: a fine-tuned directory keeps its base model's name. So the folder workflow also
+records the model *source* it loaded (an alias, a hub name, or an absolute directory / .gguf
+path) and the vector dimension, under keys of its own that are informative, never compared:
+moving a model directory must not make its collection unreadable with ``--model NEWPATH``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+SOURCE_KEY = "landmark_rag_cli:model_source"
+DIM_KEY = "landmark_rag_cli:dim"
+#: Identity fields re-applied when loading the recorded model, so it embeds exactly as at
+#: indexing time even when they were set on the command line rather than in the model dir.
+OVERRIDE_FIELDS = ("pooling", "query_pooling", "lmk_token", "query_instruction")
+
+
+def model_source(model: str | os.PathLike[str] | None, default: str) -> str:
+    """What to record for a ``--model`` argument: absolute path if it is a local path, else the name."""
+    if model is None:
+        return default
+    path = Path(model).expanduser()
+    return str(path.resolve()) if path.exists() else os.fspath(model)
+
+
+def record_model(store: Any, source: str, dim: int) -> None:
+    """Write the model source and dimension on the collection unless already recorded."""
+    md = dict(store.collection.metadata or {})
+    if md.get(SOURCE_KEY):
+        return
+    md = {k: v for k, v in md.items() if not k.startswith("hnsw:")}  # Chroma refuses to change these
+    md.update({SOURCE_KEY: source, DIM_KEY: int(dim)})
+    store.collection.modify(metadata=md)
+
+
+def recorded_model(store: Any) -> tuple[str | None, dict[str, Any]]:
+    """The recorded model source (else the identity's model name) and the config overrides."""
+    md = store.collection.metadata or {}
+    identity = store.identity()
+    source = md.get(SOURCE_KEY) or identity.get("model_name") or None
+    overrides = {k: identity[k] for k in OVERRIDE_FIELDS if identity.get(k) not in (None, "")}
+    return source, overrides
+
+
+def recorded_dim(store: Any) -> int | None:
+    """Vector dimension: recorded, else read off one stored vector (None for an empty store)."""
+    md = store.collection.metadata or {}
+    if isinstance(md.get(DIM_KEY), int):
+        return int(md[DIM_KEY])
+    got = store.collection.get(limit=1, include=["embeddings"])
+    vecs = got.get("embeddings")
+    return len(vecs[0]) if vecs is not None and len(vecs) else None
