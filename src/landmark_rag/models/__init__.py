@@ -1,19 +1,41 @@
-"""Which model ``LandmarkEncoder.from_pretrained(None)`` loads, and configs for plain models."""
+"""Which model ``LandmarkEncoder.from_pretrained(None)`` loads, and configs for plain models.
+
+The package ships one trained landmark model, ``landmark-minilm`` (``models/landmark-minilm/``):
+a LoRA adapter (a few MB) over all-MiniLM-L6-v2, whose base weights come from their own pip
+package. It is the default because it beats embedding each sentence alone on held-out
+articles (docs/model_card.md). If the adapter directory is missing (a trimmed install), the
+default falls back to the plain model used per sentence, which is never worse than untrained
+in-context pooling.
+"""
 
 from __future__ import annotations
 
-from landmark_rag.encode.config import LandmarkConfig
+from pathlib import Path
+
+from landmark_rag.encode.config import CONFIG_NAME, LandmarkConfig
 from landmark_rag.encode.loading import ModelSource
 
-#: The default until a trained landmark model ships: all-MiniLM-L6-v2 from its pip package,
-#: each sentence embedded alone. Untrained in-context pooling retrieves worse than this
-#: (gold-sentence R@1 0.063 at an untrained landmark, 0.395 in-context mean, vs 0.601 alone
-#: on ../shared/data), and the default must never be worse than the plain model.
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
+#: The plain base model; per-sentence embedding is the honest untrained baseline
+#: (gold-sentence R@1 0.063 at an untrained landmark, 0.395 in-context mean, vs 0.601 alone).
+BASE_MODEL = "all-MiniLM-L6-v2"
+
+#: Trained models that ship inside the package, by name.
+PACKAGED_MODELS: dict[str, Path] = {"landmark-minilm": Path(__file__).resolve().parent / "landmark-minilm"}
+
+#: The name of the default model (a key of PACKAGED_MODELS, or a plain alias).
+DEFAULT_MODEL = "landmark-minilm"
+
+
+def packaged_model(name: str) -> Path | None:
+    """Directory of a packaged trained model, or None when it is not installed."""
+    path = PACKAGED_MODELS.get(name.lower())
+    return path if path is not None and (path / CONFIG_NAME).is_file() else None
 
 
 def default_model() -> str:
-    return DEFAULT_MODEL
+    """What ``from_pretrained(None)`` loads: the packaged trained model when present."""
+    path = packaged_model(DEFAULT_MODEL)
+    return str(path) if path is not None else BASE_MODEL
 
 
 def plain_model_config(source: ModelSource) -> LandmarkConfig:

@@ -258,10 +258,17 @@ class Trainer:
         if not self.accelerator.is_main_process:
             return directory
         cfg = self.config
-        config = replace(self.encoder.config, model_name=cfg.model_name or self.encoder.config.model_name)
+        # A trained model must never share the base model's vector-store identity.
+        config = replace(self.encoder.config, model_name=cfg.model_name or f"{cfg.base_model}+{directory.name}")
         if self.peft_model is not None:
             self.accelerator.unwrap_model(self.model).save_pretrained(directory, safe_serialization=True)
             replace(config, base_model=cfg.base_model).save(directory)
+            # peft records the local path of the base weights; the portable name is base_model
+            ac = directory / "adapter_config.json"
+            data = json.loads(ac.read_text())
+            data["base_model_name_or_path"] = cfg.base_model
+            ac.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+            (directory / "README.md").unlink(missing_ok=True)  # peft's empty model-card template
         else:
             model = self.accelerator.unwrap_model(self.model)
             model.save_pretrained(directory, safe_serialization=True)
