@@ -448,8 +448,12 @@ def _apply_adapter(model: Any, tokenizer: Any, adapter_dir: str) -> Any:
     """Apply a LoRA adapter (and resized embeddings) saved by landmark-rag training."""
     if len(tokenizer) != model.get_input_embeddings().weight.shape[0]:
         model.resize_token_embeddings(len(tokenizer))
-    from peft import PeftModel
+    try:
+        from peft import PeftModel
+    except ImportError:  # peft is the `train` extra; plain LoRA merges without it
+        from landmark_rag.models.lora import merge_lora
 
+        return merge_lora(model, adapter_dir)
     return PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()
 
 
