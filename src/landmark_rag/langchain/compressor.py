@@ -1,0 +1,146 @@
+"""``BoundaryExpansionCompressor``: sentence hits -> expanded passages, as a LangChain compressor.
+
+For users who keep their own retriever (a ``Chroma.as_retriever()``, an ensemble, a
+self-query retriever) over a collection that landmark-rag ingested: its results are single
+sentences, which are the *information boundaries* of the paper, not the passages to read.
+Wrapped in ``ContextualCompressionRetriever(base_compressor=BoundaryExpansionCompressor(...),
+base_retriever=...)`` this compressor reads the neighbouring sentences from the collection
+and returns the expanded, merged passages (core ``expand_hits``), each an exact slice of
+its source document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import chromadb
+import numpy as np
+from langchain_core.callbacks import Callbacks
+from langchain_core.documents import BaseDocumentCompressor, Document
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from landmark_rag.expand import Adaptive, expand_hits, make_strategy
+from landmark_rag.langchain.convert import has_sentence_metadata, hit_from_document, passage_document
+from landmark_rag.langchain.embeddings import LandmarkEmbeddings, embeddings_for_identity
+from landmark_rag.store import DEFAULT_COLLECTION, ChromaSentenceStore, make_client
+from landmark_rag.types import Hit
+
+
+class BoundaryExpansionCompressor(BaseDocumentCompressor):
+    """Expand sentence ``Document`` objects into passages read from a landmark collection.
+
+    Input documents are sentences carrying the core schema metadata (``doc_id``,
+    ``sentence_index``, ``start``, ``end``, ...), as ``langchain_chroma.Chroma`` returns
+    them from a landmark-ingested collection; a document with only an ``id`` of the form
+    ``doc_id:index`` is looked up in the collection. Anything else is refused with a
+    ``ValueError`` (it could not be placed in its source document).
+
+    - ``persist_directory`` / ``client`` / ``collection_name``: where the sentences live.
+    - ``embeddings``: for the query vector; ``None`` uses the model recorded on the collection.
+    - ``rescore``: score each hit as the cosine of the query and its stored vector (the
+      retriever's own score is usually not passed along in ``Document``s). With ``False``,
+      ``metadata["score"]`` is used when present, else the input order (1, 1/2, 1/3, ...).
+    - ``strategy`` / ``strategy_params``: ``front`` (default), ``surround`` or ``adaptive``.
+    - ``k``: at most this many passages (best-first hits that form them); ``None``: all.
+    - ``order``: ``score`` (best first) or ``document`` (reading order).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, protected_namespaces=())
+
+    embeddings: LandmarkEmbeddings | None = None
+    persist_directory: str | None = None
+    collection_name: str = DEFAULT_COLLECTION
+    client: Any = Field(default=None, exclude=True)
+    strategy: Literal["front", "surround", "adaptive"] = "front"
+    strategy_params: dict[str, int | float] = Field(default_factory=dict)
+    rescore: bool = True
+    k: int | None = Field(default=None, ge=1)
+    order: Literal["score", "document"] = "score"
+
+    _store: ChromaSentenceStore | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any, /) -> None:
+        make_strategy(self.strategy, **self.strategy_params)
+        if self.client is None:
+            self.client = chromadb.EphemeralClient() if self.persist_directory is None else make_client(self.persist_directory)
+        self._store = ChromaSentenceStore.open(collection_name=self.collection_name, client=self.client, create=False)
+
+    @property
+    def store(self) -> ChromaSentenceStore:
+        assert self._store is not None
+        return self._store
+
+    def _embeddings(self) -> LandmarkEmbeddings:
+        if self.embeddings is None:
+            self.embeddings = embeddings_for_identity(self.store.identity())
+        elif self.store.identity():
+            self.store.check_identity(self.embeddings.identity())
+        return self.embeddings
+
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
+        """Expand the sentence hits in ``documents`` for ``query`` into passage Documents."""
+        docs = self._located(documents)
+        if not docs:
+            return []
+        strat = make_strategy(self.strategy, **self.strategy_params)
+        need_query = self.rescore or isinstance(strat, Adaptive)
+        embeddings = self._embeddings() if need_query else None
+        vector = embeddings.encoder.encode_query(query) if embeddings is not None else None
+        hits = self._hits(docs, vector if self.rescore else None)
+        passages = expand_hits(
+            hits, self.store, strat, query_vector=vector, order=self.order, max_passages=self.k,
+            count_tokens=embeddings.count_tokens if embeddings is not None and isinstance(strat, Adaptive) else None,
+        )
+        if self.k is not None:
+            passages = passages[: self.k]
+        return [passage_document(p) for p in passages]
+
+    def _located(self, documents: Sequence[Document]) -> list[Document]:
+        """Documents with schema metadata: as given, or looked up in the collection by id."""
+        out: list[Document | None] = []
+        lookup: dict[str, int] = {}
+        for doc in documents:
+            if has_sentence_metadata(doc):
+                out.append(doc)
+            elif doc.id:
+                lookup[str(doc.id)] = len(out)
+                out.append(None)
+            else:
+                raise ValueError(
+                    "BoundaryExpansionCompressor needs sentence Documents with landmark-rag metadata "
+                    "(doc_id, sentence_index, start, end) or an id 'doc_id:index' from a landmark collection; "
+                    f"got metadata keys {sorted(doc.metadata)}"
+                )
+        if lookup:
+            got = self.store.collection.get(ids=list(lookup), include=["documents", "metadatas"])
+            for sid, text, md in zip(got["ids"], got["documents"], got["metadatas"], strict=True):
+                out[lookup[sid]] = Document(page_content=text or "", metadata=dict(md or {}), id=sid)
+            missing = [sid for sid, pos in lookup.items() if out[pos] is None]
+            if missing:
+                raise ValueError(f"sentences {missing[:5]} are not in collection {self.collection_name!r}")
+        return [d for d in out if d is not None]
+
+    def _hits(self, docs: list[Document], query_vector: np.ndarray | None) -> list[Hit]:
+        """One hit per distinct sentence (first occurrence wins), scored as documented."""
+        hits: list[Hit] = []
+        seen: set[tuple[str, int]] = set()
+        for rank, doc in enumerate(docs):
+            fallback = doc.metadata.get("score", 1.0 / (rank + 1))
+            hit = hit_from_document(doc, float(fallback) if isinstance(fallback, int | float) else 1.0 / (rank + 1))
+            key = (str(hit.sentence.doc_id), hit.sentence.index)
+            if key not in seen:
+                seen.add(key)
+                hits.append(hit)
+        if query_vector is not None:
+            by_doc: dict[str, list[int]] = {}
+            for h in hits:
+                by_doc.setdefault(str(h.sentence.doc_id), []).append(h.sentence.index)
+            vectors = {doc_id: self.store.get_embeddings(doc_id, idx) for doc_id, idx in by_doc.items()}
+            for h in hits:
+                vec = vectors[str(h.sentence.doc_id)].get(h.sentence.index)
+                if vec is not None:
+                    h.score = float(np.dot(vec, query_vector))
+        return hits

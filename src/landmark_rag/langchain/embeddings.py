@@ -1,0 +1,190 @@
+"""``LandmarkEmbeddings``: the landmark encoder behind LangChain's ``Embeddings`` interface.
+
+LangChain's interface embeds bare strings, each on its own: ``embed_documents`` cannot know
+that its texts are sentences of one document, so through it a text gets no context. That is
+correct for what the interface promises (and what ``langchain_chroma.Chroma`` calls), but it
+is *not* how landmark vectors are made. The context-aware vectors come from
+:meth:`LandmarkEmbeddings.embed_document_in_context` (one encoder pass over the whole
+document, one vector per sentence), which :class:`~landmark_rag.langchain.LandmarkRetriever`
+uses for ingestion. Queries are embedded the same way on both paths, so a collection
+ingested in context is searched correctly through either.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.runnables.config import run_in_executor
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from landmark_rag.encode import LandmarkEncoder
+from landmark_rag.types import EncodedDocument
+
+_CACHE: dict[tuple[Any, ...], LandmarkEncoder] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _key(model_name: str | None, device: str | None, dtype: str | None, model_kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    return (model_name, device, dtype, tuple(sorted((k, repr(v)) for k, v in model_kwargs.items())))
+
+
+def _load(model_name: str | None, device: str | None, dtype: str | None, model_kwargs: dict[str, Any]) -> LandmarkEncoder:
+    """Load an encoder once per process and configuration.
+
+    LangChain code builds embeddings objects freely (one per vector store, retriever,
+    test); loading the weights for each would cost seconds and memory every time. The
+    encoder is only used for inference, so instances with the same settings share it.
+    """
+    key = _key(model_name, device, dtype, model_kwargs)
+    with _CACHE_LOCK:
+        encoder = _CACHE.get(key)
+        if encoder is None:
+            encoder = LandmarkEncoder.from_pretrained(model_name, device=device, dtype=dtype, **model_kwargs)
+            _CACHE[key] = encoder
+        return encoder
+
+
+class LandmarkEmbeddings(BaseModel, Embeddings):
+    """Landmark Embedding for LangChain.
+
+    Configuration follows the partner packages (``HuggingFaceEmbeddings`` and friends):
+
+    - ``model_name``: a local model directory, a ``.gguf`` file, an alias of a pip-packaged
+      model (``all-MiniLM-L6-v2``, ``SmolLM2-135M-Instruct``) or a hub name; ``None`` is the
+      package default.
+    - ``device`` / ``dtype``: where and in which precision to run (``None``: automatic).
+    - ``batch_size``: encoder inputs per forward pass for documents (``None``: 64 for
+      ``sentence`` pooling, whose inputs are single sentences, else 16 windows; measured
+      about 2x faster than 16 for single sentences on CPU); ``query_batch_size`` for queries.
+    - ``model_kwargs``: overrides of ``LandmarkConfig`` (e.g. ``{"pooling": "landmark"}``).
+    - ``show_progress``: progress bars while encoding.
+
+    The model loads on first use and is shared by instances with the same settings.
+    """
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), arbitrary_types_allowed=True)
+
+    model_name: str | None = None
+    device: str | None = None
+    dtype: str | None = None
+    batch_size: int | None = Field(default=None, ge=1)
+    query_batch_size: int = Field(default=64, ge=1)
+    model_kwargs: dict[str, Any] = Field(default_factory=dict)
+    show_progress: bool = False
+
+    _encoder: LandmarkEncoder | None = PrivateAttr(default=None)
+
+    @classmethod
+    def from_encoder(cls, encoder: LandmarkEncoder, **kwargs: Any) -> LandmarkEmbeddings:
+        """Wrap an already-loaded encoder (e.g. one just trained) instead of loading one."""
+        out = cls(model_name=encoder.model_name, **kwargs)
+        out._encoder = encoder
+        return out
+
+    # ------------------------------------------------------------------ the model
+    @property
+    def encoder(self) -> LandmarkEncoder:
+        """The underlying :class:`~landmark_rag.LandmarkEncoder` (loaded on first access)."""
+        if self._encoder is None:
+            self._encoder = _load(self.model_name, self.device, self.dtype, dict(self.model_kwargs))
+        return self._encoder
+
+    def _batch_size(self) -> int:
+        if self.batch_size is not None:
+            return self.batch_size
+        return 64 if self.encoder.config.pooling == "sentence" else 16
+
+    def identity(self) -> dict[str, Any]:
+        """What a vector store must match to mix these vectors with stored ones."""
+        return self.encoder.config.identity()
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` under this model's tokenizer (for token budgets)."""
+        return self.encoder.count_tokens(text)
+
+    # ------------------------------------------------------------------ LangChain interface
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed each text on its own (no shared context), as LangChain expects.
+
+        A text of several sentences gets the mean of its sentence vectors. For context-aware
+        sentence vectors of a whole document use :meth:`embed_document_in_context`.
+        """
+        texts = list(texts)
+        if not texts:
+            return []
+        vecs = self.encoder.encode_texts(texts, batch_size=self._batch_size(), show_progress=self.show_progress)
+        return vecs.astype(float).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed a query (``query + LMK`` for landmark-trained models)."""
+        return self.encoder.encode_query(text).astype(float).tolist()
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed many queries in batches."""
+        texts = list(texts)
+        if not texts:
+            return []
+        return self.encoder.encode_queries(texts, batch_size=self.query_batch_size).astype(float).tolist()
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Async :meth:`embed_documents` (runs in an executor: the encoder is CPU/GPU-bound)."""
+        return await run_in_executor(None, self.embed_documents, texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        """Async :meth:`embed_query`."""
+        return await run_in_executor(None, self.embed_query, text)
+
+    # ------------------------------------------------------------------ in context
+    def embed_document_in_context(
+        self, document: str | Document, doc_id: str | None = None
+    ) -> EncodedDocument:
+        """Segment a whole document and embed every sentence in its context (one pass).
+
+        Returns the core ``EncodedDocument``: ``.sentences`` (exact offsets, ``doc_id`` set)
+        and ``.embeddings`` (float32 ``[n_sentences, dim]``, L2-normalised), row ``i``
+        belonging to sentence ``i``.
+        """
+        return self.embed_documents_in_context([document], None if doc_id is None else [doc_id])[0]
+
+    def embed_documents_in_context(
+        self, documents: Sequence[str | Document], doc_ids: Sequence[str | None] | None = None
+    ) -> list[EncodedDocument]:
+        """:meth:`embed_document_in_context` for many documents, windows batched together."""
+        texts = [d.page_content if isinstance(d, Document) else d for d in documents]
+        return self.encoder.encode_documents(
+            texts, doc_ids=doc_ids, batch_size=self._batch_size(), show_progress=self.show_progress
+        )
+
+    async def aembed_documents_in_context(
+        self, documents: Sequence[str | Document], doc_ids: Sequence[str | None] | None = None
+    ) -> list[EncodedDocument]:
+        """Async :meth:`embed_documents_in_context`."""
+        return await run_in_executor(None, self.embed_documents_in_context, documents, doc_ids)
+
+
+def embeddings_for_identity(identity: dict[str, Any]) -> LandmarkEmbeddings:
+    """Embeddings matching a collection's recorded model identity (default model if none).
+
+    A collection remembers which model and pooling wrote it; reopening it without naming
+    the model should query it with that model, not whatever the default is today.
+    """
+    if not identity.get("model_name"):
+        return LandmarkEmbeddings()
+    name = str(identity["model_name"])
+    plain = LandmarkEmbeddings(model_name=name)
+    if _cached(name) and _matches(plain.identity(), identity):
+        return plain  # the model is already loaded with its own config and that is what wrote the store
+    overrides = {key: identity[key] for key in ("pooling", "query_pooling", "query_instruction") if key in identity}
+    return LandmarkEmbeddings(model_name=name, model_kwargs=overrides)
+
+
+def _cached(model_name: str) -> bool:
+    return _key(model_name, None, None, {}) in _CACHE
+
+
+def _matches(have: dict[str, Any], recorded: dict[str, Any]) -> bool:
+    return all(("" if have.get(k) is None else have.get(k)) == v for k, v in recorded.items())

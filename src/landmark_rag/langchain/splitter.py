@@ -1,0 +1,82 @@
+"""``LandmarkTextSplitter``: documents -> one ``Document`` per sentence, with exact offsets.
+
+Landmark retrieval is chunking-free: the unit it indexes is the sentence, and the passage
+returned to the user is assembled at query time. This splitter exposes that unit to
+LangChain pipelines that want to see or store the sentences themselves (e.g. a custom
+vector store feeding :class:`~landmark_rag.langchain.BoundaryExpansionCompressor`).
+
+Every output ``Document`` has ``page_content == source_text[start:end]``, the core schema
+metadata (``doc_id``, ``sentence_index``, ``start``, ``end``, ``space_before``,
+``doc_hash``) on top of a copy of the input's metadata, and ``id == "doc_id:index"``.
+``doc_id`` follows :mod:`landmark_rag.langchain.ids` (``Document.id``, else
+``metadata["source"]``, else a content hash).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langchain_core.documents import BaseDocumentTransformer, Document
+from langchain_core.runnables.config import run_in_executor
+
+from landmark_rag.langchain.convert import sentence_document
+from landmark_rag.langchain.embeddings import LandmarkEmbeddings
+from landmark_rag.langchain.ids import resolve_doc_ids
+from landmark_rag.segment import Segmenter, segment_sentences
+from landmark_rag.store import content_hash
+from landmark_rag.types import Sentence
+
+
+class LandmarkTextSplitter(BaseDocumentTransformer):
+    """Split documents into sentence ``Document`` objects (a LangChain document transformer).
+
+    ``embeddings``: when given, sentences are cut exactly as that model's encoder cuts them
+    (over-long sentences split to fit a window), so the output lines up one-to-one with the
+    vectors :class:`~landmark_rag.langchain.LandmarkRetriever` stores. Without it, plain
+    sentence segmentation is used and no model is loaded.
+    ``segmenter``: any callable from text to ``(start, end)`` spans (default: sentencex).
+    """
+
+    def __init__(self, *, embeddings: LandmarkEmbeddings | None = None, segmenter: Segmenter | None = None) -> None:
+        self.embeddings = embeddings
+        self.segmenter = segmenter
+
+    def _sentences(self, text: str, doc_id: str | None) -> list[Sentence]:
+        if self.embeddings is not None:
+            return self.embeddings.encoder.segment(text, doc_id, self.segmenter)
+        return segment_sentences(text, segmenter=self.segmenter, doc_id=doc_id)
+
+    def split_text(self, text: str) -> list[str]:
+        """The sentences of ``text`` as strings (exact slices; whitespace between them dropped)."""
+        return [s.text for s in self._sentences(text, None)]
+
+    def split_documents(self, documents: Iterable[Document], ids: Sequence[str] | None = None) -> list[Document]:
+        """One ``Document`` per sentence of every input document, in order.
+
+        ``ids`` overrides the document-id rule per input document.
+        """
+        docs = list(documents)
+        out: list[Document] = []
+        for doc, doc_id in zip(docs, resolve_doc_ids(docs, ids), strict=True):
+            doc_hash = content_hash(doc.page_content)
+            for sentence in self._sentences(doc.page_content, doc_id):
+                out.append(sentence_document(sentence, doc_hash=doc_hash, metadata=doc.metadata))
+        return out
+
+    def create_documents(
+        self, texts: Sequence[str], metadatas: Sequence[dict[str, Any]] | None = None, ids: Sequence[str] | None = None
+    ) -> list[Document]:
+        """Like ``TextSplitter.create_documents``: raw texts (and metadata) -> sentence documents."""
+        metas = list(metadatas) if metadatas is not None else [{}] * len(texts)
+        if len(metas) != len(texts):
+            raise ValueError(f"got {len(metas)} metadatas for {len(texts)} texts")
+        return self.split_documents([Document(page_content=t, metadata=dict(m)) for t, m in zip(texts, metas, strict=True)], ids)
+
+    def transform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
+        """The ``BaseDocumentTransformer`` entry point; same as :meth:`split_documents`."""
+        return self.split_documents(documents, kwargs.get("ids"))
+
+    async def atransform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
+        """Async :meth:`transform_documents` (segmentation is CPU-bound, so an executor)."""
+        return await run_in_executor(None, self.transform_documents, documents, **kwargs)
