@@ -1,0 +1,54 @@
+"""Retrieval-quality evaluation on SQuAD-format data (``landmark-rag eval``).
+
+``evaluate(data, systems, budgets, model)`` compares the landmark pipeline with sentence,
+chunk, sentence-window, late-chunking and BM25 baselines over one corpus made of all the
+selected articles, by gold-sentence recall and by answer coverage at token budgets.
+"""
+
+from landmark_rag.evaluation.context import Context, TokenIndex, assemble_context
+from landmark_rag.evaluation.corpus import Corpus, build_corpus
+from landmark_rag.evaluation.data import (
+    EvalArticle,
+    EvalQuestion,
+    EvalSet,
+    articles_from_squad,
+    load_squad,
+    select_articles,
+)
+from landmark_rag.evaluation.metrics import (
+    answer_in_context,
+    gold_rank,
+    gold_units,
+    mrr_at,
+    normalize_answer,
+    rank_order,
+    recall_at,
+)
+from landmark_rag.evaluation.runner import DEFAULT_BUDGETS, evaluate, evaluate_system
+from landmark_rag.evaluation.systems import SYSTEMS, make_system
+
+__all__ = [
+    "DEFAULT_BUDGETS",
+    "SYSTEMS",
+    "Context",
+    "Corpus",
+    "EvalArticle",
+    "EvalQuestion",
+    "EvalSet",
+    "TokenIndex",
+    "answer_in_context",
+    "articles_from_squad",
+    "assemble_context",
+    "build_corpus",
+    "evaluate",
+    "evaluate_system",
+    "gold_rank",
+    "gold_units",
+    "load_squad",
+    "make_system",
+    "mrr_at",
+    "normalize_answer",
+    "rank_order",
+    "recall_at",
+    "select_articles",
+]

@@ -1,0 +1,145 @@
+"""Assemble the context a reader would get from ranked passages, cut at a token budget.
+
+This is what makes systems with different units comparable: whatever a system returns
+(sentences, windows, chunks), its passages are laid out in rank order, text already
+shown is not paid for twice, and the result is cut at ``B`` tokens of one tokenizer.
+
+Token counts come from a one-off tokenisation of each whole document with offsets
+(:class:`TokenIndex`), so the budget arithmetic per question is a few binary searches
+instead of re-tokenising passages thousands of times.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(slots=True)
+class TokenIndex:
+    """Character offsets of a document's tokens (no special tokens), sorted by start.
+
+    A span ``[a, b)`` costs the number of tokens that *start* inside it, so the costs of
+    adjacent spans add up to the cost of their union, and whitespace costs nothing.
+    """
+
+    starts: np.ndarray  # int64 [n_tokens]
+    ends: np.ndarray  # int64 [n_tokens]
+    length: int  # characters in the document
+
+    @classmethod
+    def from_offsets(cls, offsets: Sequence[tuple[int, int]], length: int) -> TokenIndex:
+        pairs = sorted((int(s), int(e)) for s, e in offsets if e > s)
+        arr = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        return cls(arr[:, 0].copy(), arr[:, 1].copy(), length)
+
+    @classmethod
+    def build(cls, text: str, tokenizer) -> TokenIndex:  # noqa: ANN001 - any HF fast tokenizer
+        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+        offsets = [(s, e) for s, e in enc["offset_mapping"]]
+        # byte-level BPE offsets may start on the space before a word; count the token at
+        # the word so that a span starting at the word pays for it
+        fixed = []
+        for s, e in offsets:
+            while s < e - 1 and text[s].isspace():
+                s += 1
+            fixed.append((s, e))
+        return cls.from_offsets(fixed, len(text))
+
+    def count(self, start: int, end: int) -> int:
+        """Tokens starting in ``[start, end)``."""
+        if end <= start:
+            return 0
+        return bisect_left(self.starts, end) - bisect_left(self.starts, start)
+
+    def cut(self, start: int, n_tokens: int) -> int:
+        """End offset of the first ``n_tokens`` tokens that start at or after ``start``."""
+        if n_tokens <= 0:
+            return start
+        i = bisect_left(self.starts, start) + n_tokens - 1
+        if i >= len(self.ends):
+            return self.length
+        return int(self.ends[i])
+
+
+@dataclass(slots=True)
+class Context:
+    """The assembled context: per document, disjoint covered character spans, in order."""
+
+    spans: dict[int, list[tuple[int, int]]]
+    tokens: int
+    full: bool  # True when the budget was reached (more passages would not have fitted)
+
+    def texts(self, documents: Sequence[str]) -> list[str]:
+        """The covered text as contiguous pieces: spans separated only by whitespace are
+        joined, so an answer that straddles two adjacent passages is still found."""
+        pieces = []
+        for doc, spans in self.spans.items():
+            text = documents[doc]
+            merged: list[list[int]] = []
+            for s, e in sorted(spans):
+                if merged and not text[merged[-1][1] : s].strip():
+                    merged[-1][1] = max(merged[-1][1], e)
+                else:
+                    merged.append([s, e])
+            pieces.extend(text[s:e] for s, e in merged)
+        return pieces
+
+
+def _subtract(span: tuple[int, int], covered: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Parts of ``span`` not inside any of the sorted, disjoint ``covered`` spans."""
+    s, e = span
+    out = []
+    i = bisect_right(covered, (s, float("inf"))) - 1
+    i = max(i, 0)
+    cur = s
+    while i < len(covered) and covered[i][0] < e:
+        cs, ce = covered[i]
+        if ce > cur:
+            if cs > cur:
+                out.append((cur, min(cs, e)))
+            cur = max(cur, ce)
+        i += 1
+    if cur < e:
+        out.append((cur, e))
+    return out
+
+
+def _insert(covered: list[tuple[int, int]], span: tuple[int, int]) -> None:
+    i = bisect_left(covered, span)
+    covered.insert(i, span)
+
+
+def assemble_context(
+    passages: Iterable[tuple[int, int, int]], budget: int, token_indexes: Sequence[TokenIndex]
+) -> Context:
+    """Lay out ``(doc, start, end)`` passages in rank order until ``budget`` tokens.
+
+    A passage that overlaps text already in the context adds only its new part(s); the
+    passage that crosses the budget is cut at a token boundary. ``passages`` may be a lazy
+    iterator: it is consumed only as far as needed.
+    """
+    spans: dict[int, list[tuple[int, int]]] = {}
+    used = 0
+    if budget <= 0:
+        return Context(spans, 0, True)
+    for doc, start, end in passages:
+        covered = spans.setdefault(doc, [])
+        index = token_indexes[doc]
+        for part in _subtract((start, end), covered):
+            cost = index.count(*part)
+            if cost == 0:
+                continue
+            if used + cost > budget:
+                cut = index.cut(part[0], budget - used)
+                if cut > part[0]:
+                    _insert(covered, (part[0], min(cut, part[1])))
+                return Context({d: s for d, s in spans.items() if s}, budget, True)
+            _insert(covered, part)
+            used += cost
+            if used == budget:
+                return Context({d: s for d, s in spans.items() if s}, used, True)
+    return Context({d: s for d, s in spans.items() if s}, used, False)

@@ -1,0 +1,173 @@
+"""``evaluate``: index the corpus with each system, run every question, score.
+
+Everything here is system-agnostic: systems only score units and expand hits; ranking
+(ties broken by corpus order), gold-sentence ranks (ties counted against the gold),
+recall/MRR and the budgeted coverage are computed the same way for all of them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from landmark_rag.evaluation.context import assemble_context
+from landmark_rag.evaluation.corpus import Corpus, build_corpus
+from landmark_rag.evaluation.data import EvalArticle, EvalSet, articles_from_squad, load_squad, select_articles
+from landmark_rag.evaluation.metrics import answer_in_context, gold_rank, mrr_at, rank_order, recall_at
+from landmark_rag.evaluation.systems import SYSTEMS, System, Workspace, make_system
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BUDGETS: tuple[int, ...] = (64, 128, 256, 512)
+RECALL_KS: tuple[int, ...] = (1, 5, 10)
+MRR_K = 10
+#: Units sorted per question before falling back to a full sort (enough for 512 tokens
+#: of sentences many times over).
+_TOP = 256
+_QUERY_BATCH = 512
+
+
+def _as_eval_set(
+    data: str | os.PathLike[str] | EvalSet | Sequence[EvalArticle] | dict[str, Any],
+    titles: Sequence[str] | None,
+    max_articles: int | None,
+    max_questions: int | None,
+) -> EvalSet:
+    kw = {"titles": titles, "max_articles": max_articles, "max_questions": max_questions}
+    if isinstance(data, str | os.PathLike):
+        return load_squad(data, **kw)
+    if isinstance(data, EvalSet):
+        return EvalSet(data.source, select_articles(data.articles, **kw))
+    if isinstance(data, dict):
+        return EvalSet("<squad json>", select_articles(articles_from_squad(data), **kw))
+    return EvalSet("<articles>", select_articles(list(data), **kw))
+
+
+def _passages(system: System, order: np.ndarray, scores: np.ndarray) -> Iterator[tuple[int, int, int]]:
+    """Passages in rank order: the pre-sorted top units, then (rarely) the rest."""
+    for u in order:
+        yield system.passage(int(u))
+    if len(order) < scores.shape[0]:
+        rest = rank_order(scores)[len(order) :]
+        for u in rest:
+            yield system.passage(int(u))
+
+
+def evaluate_system(
+    system: System, corpus: Corpus, workspace: Workspace, budgets: Sequence[int], *, show_progress: bool = False
+) -> dict[str, float]:
+    """Build ``system`` over ``corpus`` and score it on the corpus's questions."""
+    stats = system.build(corpus, workspace)
+    budgets = sorted({int(b) for b in budgets})
+    n = len(corpus.questions)
+    covered = {b: 0 for b in budgets}
+    ranks: list[int] = []
+    texts = [q.question for q in corpus.questions]
+    bar = tqdm(total=n, desc=f"{system.name}: questions", unit="q", disable=not show_progress)
+    for lo in range(0, n, _QUERY_BATCH):
+        batch_scores = system.scores(texts[lo : lo + _QUERY_BATCH])
+        for j in range(batch_scores.shape[0]):
+            q = lo + j
+            row = batch_scores[j]
+            if system.sentence_units:
+                ranks.append(gold_rank(row, corpus.gold[q]))
+            order = rank_order(row, top=min(_TOP, row.shape[0]))
+            consumed: list[tuple[int, int, int]] = []
+            source = _passages(system, order, row)
+
+            def recorded(src: Iterator[tuple[int, int, int]] = source, log: list = consumed) -> Iterator:
+                for p in src:
+                    log.append(p)
+                    yield p
+
+            answers = corpus.questions[q].answers
+            # the largest budget consumes the longest prefix of the ranking; smaller
+            # budgets are prefixes of it, so they replay what was consumed
+            for b in reversed(budgets):
+                ctx = assemble_context(recorded() if b == budgets[-1] else consumed, b, corpus.tokens)
+                if answer_in_context(answers, ctx.texts(corpus.texts)):
+                    covered[b] += 1
+        bar.update(batch_scores.shape[0])
+    bar.close()
+    out: dict[str, float] = {}
+    if system.sentence_units and ranks:
+        for k in RECALL_KS:
+            out[f"recall@{k}"] = recall_at(ranks, k)
+        out[f"mrr@{MRR_K}"] = mrr_at(ranks, MRR_K)
+    for b in budgets:
+        out[f"coverage@{b}"] = covered[b] / n if n else 0.0
+    out["tokens_per_s"] = stats.tokens / max(stats.seconds, 1e-9)
+    out["index_s"] = stats.seconds
+    out["units"] = stats.units
+    if stats.vectors is not None:
+        out["vectors"] = stats.vectors
+    out["index_bytes"] = stats.bytes
+    if n and system.query_seconds > 0:
+        out["queries_per_s"] = n / system.query_seconds
+    if stats.shared_with:
+        logger.info("%s reused the %s encoding; its indexing figures are %s's", system.name, stats.shared_with,
+                    stats.shared_with)
+    return out
+
+
+def evaluate(
+    data: str | os.PathLike[str] | EvalSet | Sequence[EvalArticle] | dict[str, Any],
+    systems: Sequence[str] | None = None,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    model: str | None = None,
+    *,
+    base_model: str | None = None,
+    titles: Sequence[str] | None = None,
+    max_articles: int | None = None,
+    max_questions: int | None = None,
+    device: str | None = None,
+    batch_size: int = 32,
+    show_progress: bool = False,
+) -> dict[str, Any]:
+    """Evaluate retrieval systems on SQuAD-format data; returns the JSON-ready result.
+
+    ``data``: a path to any SQuAD-format file, an :class:`EvalSet`, a list of
+    :class:`EvalArticle` or parsed SQuAD JSON. ``titles`` restricts the run to those
+    articles (held-out evaluation); ``max_articles``/``max_questions`` make quick runs.
+    All selected articles form one corpus: every question is answered against all of them.
+    ``model``: the landmark model (``None``: the package default); ``base_model``: the
+    model of the baselines (default: the landmark model's base, else the model itself).
+
+    Returns ``{"data", "questions", "systems": {name: {metric: value}}, ...}``; metrics a
+    system does not have (recall for chunk systems, vectors for BM25) are absent.
+    """
+    names = list(systems) if systems else list(SYSTEMS)
+    chosen = [make_system(s) for s in names]  # fails fast on an unknown name
+    if not budgets or any(int(b) <= 0 for b in budgets):
+        raise ValueError("budgets must be positive token counts")
+    eval_set = _as_eval_set(data, titles, max_articles, max_questions)
+    if not eval_set.articles:
+        raise ValueError("no articles selected")
+    t0 = time.perf_counter()
+    workspace = Workspace(model=model, base_model=base_model, device=device, batch_size=batch_size,
+                          show_progress=show_progress)
+    base = workspace.base_encoder()
+    corpus = build_corpus(eval_set.articles, base, show_progress=show_progress)
+    if not corpus.questions:
+        raise ValueError("the selected articles have no answerable questions")
+    results: dict[str, dict[str, float]] = {}
+    for system in chosen:
+        results[system.name] = evaluate_system(system, corpus, workspace, budgets, show_progress=show_progress)
+    return {
+        "data": eval_set.source,
+        "questions": len(corpus.questions),
+        "articles": len(corpus.texts),
+        "sentences": corpus.n_sentences,
+        "tokens": corpus.n_tokens,
+        "model": workspace.landmark_encoder().model_name,
+        "base_model": base.model_name,
+        "budgets": sorted({int(b) for b in budgets}),
+        "elapsed_s": time.perf_counter() - t0,
+        "systems": results,
+    }
