@@ -150,7 +150,8 @@ class LandmarkEncoder:
         if token not in self.tokenizer.get_vocab():
             self.tokenizer.add_special_tokens({"additional_special_tokens": [token]})
             new_id = self.tokenizer.convert_tokens_to_ids(token)
-            self.model.resize_token_embeddings(len(self.tokenizer))
+            # the new row is overwritten below, so skip transformers' mean/covariance init
+            self.model.resize_token_embeddings(len(self.tokenizer), mean_resizing=False)
             emb = self.model.get_input_embeddings().weight
             with torch.no_grad():
                 emb[new_id] = emb[init_id]
@@ -176,7 +177,8 @@ class LandmarkEncoder:
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` without special tokens (for budgets and statistics)."""
-        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        # verbose=False: counting a long text is not a model input; no "longer than 512" warning
+        return len(self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
 
     # ------------------------------------------------------------------ segmentation
     def segment(self, text: str, doc_id: str | None = None, segmenter: Segmenter | None = None) -> list[Sentence]:

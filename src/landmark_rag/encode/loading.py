@@ -193,6 +193,9 @@ def load_hf(path: str, *, dtype: torch.dtype, trust_remote_code: bool, attn_impl
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
+    if Path(path).is_dir() and not Path(path, "config.json").is_file():
+        # checked here: transformers raises a bare ValueError about tokenizers for this case
+        raise ModelNotFoundError(f"could not load a model from directory {path!r}: it has no config.json")
     kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # a per-load "Loading weights" bar is noise in a library
