@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core import Settings
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
@@ -151,17 +152,28 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
     def _query_vector(self, query_bundle: QueryBundle | None) -> np.ndarray:
         if query_bundle is not None and query_bundle.embedding is not None:
             return _unit(query_bundle.embedding)
-        if self.embed_model is None or query_bundle is None:
+        model = self._embedder()
+        if model is None or query_bundle is None:
             raise ValueError(
                 "the adaptive strategy needs the query embedding: pass a QueryBundle with .embedding "
-                "or set embed_model on the postprocessor"
+                "or set embed_model on the postprocessor (LlamaIndex's async retriever does not hand "
+                "the embedding on)"
             )
-        return _unit(self.embed_model.get_query_embedding(query_bundle.query_str))
+        return _unit(model.get_query_embedding(query_bundle.query_str))
 
     async def _aquery_vector(self, query_bundle: QueryBundle | None) -> np.ndarray:
-        if query_bundle is not None and query_bundle.embedding is None and self.embed_model is not None:
-            return _unit(await self.embed_model.aget_query_embedding(query_bundle.query_str))
+        model = self._embedder()
+        if query_bundle is not None and query_bundle.embedding is None and model is not None:
+            return _unit(await model.aget_query_embedding(query_bundle.query_str))
         return self._query_vector(query_bundle)
+
+    def _embedder(self) -> BaseEmbedding | None:
+        """``embed_model``, else a ``Settings.embed_model`` the application set explicitly."""
+        if self.embed_model is not None:
+            return self.embed_model
+        # Settings.embed_model would resolve (and try to build) LlamaIndex's default model;
+        # only use one that was set on purpose.
+        return getattr(Settings, "_embed_model", None)
 
 
 def _unit(vec: Any) -> np.ndarray:
