@@ -7,8 +7,8 @@ number of sentences, the full text, user metadata).
 
 Replacing a document follows a small protocol so that an interrupted write never leaves a
 half-indexed document visible to :meth:`ChromaSentenceStore.query`: the manifest is first
-marked ``writing`` (which hides every sentence of the document), then the sentences are
-upserted and stale ones deleted, and only then is the manifest marked ``complete``.
+marked ``writing`` (which hides every sentence of the document), then the old sentences are
+deleted and the new ones upserted, and only then is the manifest marked ``complete``.
 """
 
 from __future__ import annotations
@@ -153,6 +153,9 @@ class ChromaSentenceStore:
         doc_hash = doc_hash or content_hash(encoded.text)
         user_md = flat_metadata(metadata)
         self._mark(doc_id, doc_hash, _WRITING, len(encoded.sentences), user_md, encoded.text if store_text else None)
+        # Chroma's upsert merges metadata into an existing record, so a key the new version
+        # no longer has would survive; the old sentences are removed first (still hidden).
+        self._delete_ids(self._ids_of(doc_id))
         ids = [sentence_id(doc_id, s.index) for s in encoded.sentences]
         mds = [sentence_metadata(s.with_doc_id(doc_id), doc_hash, user_md) for s in encoded.sentences]
         docs = [s.text for s in encoded.sentences]
@@ -163,9 +166,6 @@ class ChromaSentenceStore:
                 ids=ids[i : i + step], embeddings=vecs[i : i + step], metadatas=mds[i : i + step],
                 documents=docs[i : i + step],
             )
-        keep = set(ids)
-        stale = [x for x in self._ids_of(doc_id) if x not in keep]
-        self._delete_ids(stale)
         self._mark(doc_id, doc_hash, _COMPLETE, len(ids), user_md, encoded.text if store_text else None)
         return len(ids)
 
@@ -181,6 +181,11 @@ class ChromaSentenceStore:
         if self.manifest is None:
             return
         md = {**user_md, DOC_HASH: doc_hash, "state": state, "n_sentences": n}
+        if state == _COMPLETE:
+            # upsert merges metadata, so the old record's keys would survive; dropping it is
+            # safe only now that every sentence is written (a document with no manifest
+            # record is treated as complete)
+            self.manifest.delete(ids=[doc_id])
         self.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[md], documents=[text or ""])
 
     def _ids_of(self, doc_id: str) -> list[str]:
