@@ -15,6 +15,7 @@ app = typer.Typer(
     help="Chunking-free retrieval over long documents with Landmark Embedding.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode="markdown",
 )
 
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -138,12 +136,15 @@ def check_store(store: ChromaSentenceStore, encoder: LandmarkEncoder) -> None:
         fail(str(exc), EXIT_MISMATCH)
 
 
-@contextmanager
-def store_errors() -> Iterator[None]:
-    """Turn a store's mismatch error into exit 3 wherever a store is opened with an identity."""
-    from landmark_rag.store import StoreMismatchError
+def open_store_for_writing(client: Any, collection: str, encoder: LandmarkEncoder) -> ChromaSentenceStore:
+    """Open or create ``collection`` for ``encoder``; a different model's store exits 3."""
+    from landmark_rag.store import ChromaSentenceStore, StoreMismatchError
 
     try:
-        yield
+        return ChromaSentenceStore.open(
+            collection_name=collection, client=client, identity=encoder.config.identity(), create=True
+        )
     except StoreMismatchError as exc:
         fail(str(exc), EXIT_MISMATCH)
+    except Exception as exc:  # noqa: BLE001 - e.g. chromadb's InvalidArgumentError for a bad name
+        fail(f"cannot open collection {collection!r}: {exc}")

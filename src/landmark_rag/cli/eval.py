@@ -30,8 +30,13 @@ def eval_command(
     base_model: str | None = typer.Option(
         None, "--base-model", help="Model of the baselines (default: the landmark model's base, else --model)."
     ),
-    titles: str | None = typer.Option(
-        None, "--titles", help="Comma-separated article titles to evaluate on (e.g. held-out articles)."
+    titles: list[str] | None = typer.Option(
+        None,
+        "--title",
+        help="Evaluate on this article only (exact title, repeat for more; titles may contain commas).",
+    ),
+    titles_file: Path | None = typer.Option(
+        None, "--titles-file", exists=True, dir_okay=False, help="File with one article title per line (held-out sets)."
     ),
     articles: int | None = typer.Option(None, "--articles", min=1, help="Use only the first N articles."),
     max_questions: int | None = typer.Option(
@@ -56,6 +61,9 @@ def eval_command(
         budget_list = [int(b) for b in _split(budgets) or []]
     except ValueError:
         raise typer.BadParameter("budgets must be comma-separated integers", param_hint="--budgets") from None
+    selected = list(titles or [])
+    if titles_file is not None:
+        selected += [t.strip() for t in titles_file.read_text(encoding="utf-8").splitlines() if t.strip()]
     try:
         result = evaluate(
             data,
@@ -63,7 +71,7 @@ def eval_command(
             budget_list,
             model,
             base_model=base_model,
-            titles=_split(titles),
+            titles=selected or None,
             max_articles=articles,
             max_questions=max_questions,
             device=device,

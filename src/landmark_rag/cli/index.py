@@ -18,7 +18,7 @@ from landmark_rag.cli._common import (
     fail,
     local_db_path,
     make_client,
-    store_errors,
+    open_store_for_writing,
 )
 
 
@@ -62,10 +62,7 @@ def index_command(
         existing = None
     overrides = {"pooling": pooling} if pooling else None
     encoder, source = encoder_for(existing, model, device=device, overrides=overrides)
-    with store_errors():
-        store = ChromaSentenceStore.open(
-            collection_name=collection, client=client, identity=encoder.config.identity(), create=True
-        )
+    store = open_store_for_writing(client, collection, encoder)
     record_model(store, source, encoder.dim)
     if not quiet:
         err_console.print(f"model {encoder.model_name} ({source}), {len(files)} files, store {db} [{collection}]",
