@@ -45,7 +45,7 @@ def merge_lora(model: Any, adapter_dir: str | Path) -> Any:
             raise ValueError(f"adapter targets {name!r}, which the model does not have")
         with torch.no_grad():
             delta = (b.float() @ a.float()) * scale
-            module.weight += delta.to(module.weight.dtype, module.weight.device)
+            module.weight += delta.to(device=module.weight.device, dtype=module.weight.dtype)
         merged += 1
     if not merged:
         raise ValueError(f"no LoRA weights found in {adapter_dir}")
