@@ -133,3 +133,13 @@ async def test_async_paths_match_sync(docs, mean_embed, minilm_mean):
     await mean_embed.acall(nodes)
     whole = minilm_mean.encode_document(docs[1].text, docs[1].id_)
     np.testing.assert_allclose(np.asarray([n.embedding for n in nodes]), whole.embeddings, atol=1e-5)
+
+
+def test_pickles_without_the_model(minilm):
+    import pickle
+
+    embed = LandmarkEmbedding(encoder=minilm, embed_batch_size=8)
+    clone = pickle.loads(pickle.dumps(embed))
+    assert embed._encoder is minilm  # the original keeps its encoder
+    assert clone._encoder is None and clone.model_name == embed.model_name and clone.embed_batch_size == 8
+    assert clone.to_dict() == embed.to_dict()

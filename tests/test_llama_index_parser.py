@@ -120,3 +120,14 @@ async def test_async_parsing_matches_sync(docs):
     a = parser.get_nodes_from_documents(docs)
     b = await parser.acall(docs)
     assert [(n.id_, n.start_char_idx, n.metadata) for n in a] == [(n.id_, n.start_char_idx, n.metadata) for n in b]
+
+
+def test_pickled_parser_refuses_to_lose_a_custom_segmenter():
+    import pickle
+
+    parser = LandmarkNodeParser(segmenter=lambda text: [(0, len(text))])
+    clone = pickle.loads(pickle.dumps(parser))
+    with pytest.raises(RuntimeError, match="segmenter"):
+        clone.get_nodes_from_documents([Document(text="One. Two.", id_="d")])
+    plain = pickle.loads(pickle.dumps(LandmarkNodeParser()))
+    assert len(plain.get_nodes_from_documents([Document(text="One. Two.", id_="d")])) == 2

@@ -275,3 +275,14 @@ async def test_async_pipeline_query_and_postprocess(tmp_path, articles, docs, em
         sync = pp.postprocess_nodes(hits, QueryBundle("Where was it?", embedding=embed.get_query_embedding("Where was it?")))
         got = await pp.apostprocess_nodes(hits, QueryBundle("Where was it?", embedding=embed.get_query_embedding("Where was it?")))
         assert [n.node.text for n in got] == [n.node.text for n in sync]
+
+
+def test_strategy_objects_equal_names(indexed):
+    from landmark_rag.expand import Surround
+
+    _, vs, index = indexed
+    hits = index.as_retriever(similarity_top_k=4).retrieve("Who played?")
+    by_name = BoundaryExpansionPostprocessor(vector_store=vs, strategy="surround", strategy_params={"before": 2, "after": 0})
+    by_obj = BoundaryExpansionPostprocessor(vector_store=vs, strategy=Surround(before=2, after=0))
+    assert by_obj.strategy == "surround" and by_obj.strategy_params == {"before": 2, "after": 0}
+    assert [n.node.text for n in by_name.postprocess_nodes(hits)] == [n.node.text for n in by_obj.postprocess_nodes(hits)]

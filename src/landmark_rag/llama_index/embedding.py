@@ -86,6 +86,16 @@ class LandmarkEmbedding(BaseEmbedding):
     def class_name(cls) -> str:
         return "LandmarkEmbedding"
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the settings, not the model (``IngestionPipeline(num_workers=...)`` pickles
+        transformations); a worker reloads the encoder from ``model_name`` on first use."""
+        saved = (self._encoder, self._load_lock, self._run_lock)
+        self._encoder = self._load_lock = self._run_lock = None
+        try:
+            return super().__getstate__()
+        finally:
+            self._encoder, self._load_lock, self._run_lock = saved
+
     @property
     def encoder(self) -> LandmarkEncoder:
         """The underlying encoder, loaded on first use."""

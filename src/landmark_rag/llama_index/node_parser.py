@@ -84,6 +84,9 @@ class LandmarkNodeParser(NodeParser):
     # ------------------------------------------------------------------ parsing
     def split(self, text: str, doc_id: str | None = None) -> list[Sentence]:
         """The sentences of ``text`` as this parser cuts them."""
+        if self._segmenter is None and self.segmenter_name != "sentencex":
+            # e.g. a lambda segmenter lost when the parser was pickled for a worker process
+            raise RuntimeError(f"the custom segmenter {self.segmenter_name!r} is not available in this process")
         return segment_sentences(
             text,
             segmenter=self._segmenter,

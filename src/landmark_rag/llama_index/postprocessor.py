@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any, Literal
 
 import numpy as np
@@ -21,7 +22,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from landmark_rag.expand import Adaptive, SentenceSource, Strategy, expand_hits, make_strategy
+from landmark_rag.expand import Adaptive, Front, SentenceSource, Strategy, Surround, expand_hits, make_strategy
 from landmark_rag.llama_index.convert import is_sentence_node, node_doc_id, node_to_hit, passage_to_node
 from landmark_rag.llama_index.sources import sentence_source
 from landmark_rag.store.schema import INDEX
@@ -39,7 +40,8 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
 
     - ``strategy``: ``"front"`` (the hit and ``k - 1`` predecessors, ``k=3``),
       ``"surround"`` (``before``/``after``) or ``"adaptive"`` (grows while neighbours stay
-      relevant to the query, within ``max_tokens``); parameters in ``strategy_params``.
+      relevant to the query, within ``max_tokens``); parameters in ``strategy_params``, or
+      pass a ready ``Front``/``Surround``/``Adaptive`` object as ``strategy``.
     - ``order``: ``"score"`` (best first) or ``"document"`` (by document, then position).
     - ``top_n``: at most this many passages, formed from the best hits first.
 
@@ -66,12 +68,15 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
         *,
         vector_store: Any = None,
         docstore: Any = None,
-        strategy: str = "front",
+        strategy: str | Strategy = "front",
         strategy_params: dict[str, int | float] | None = None,
         count_tokens: Callable[[str], int] | None = None,
         source: SentenceSource | None = None,
         **kwargs: Any,
     ) -> None:
+        if isinstance(strategy, Front | Surround | Adaptive):  # a ready strategy object
+            strategy_params = {**asdict(strategy), **(strategy_params or {})}
+            strategy = type(strategy).__name__.lower()
         super().__init__(
             vector_store=vector_store,
             docstore=docstore,
