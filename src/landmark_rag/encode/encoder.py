@@ -263,9 +263,13 @@ class LandmarkEncoder:
         # Causal (byte-level BPE) tokenizers encode the space before a word into the word's
         # token; keeping the preceding whitespace reproduces in-context tokenisation.
         pieces = [s.space_before + s.text if self.causal else s.text for s in sentences]
-        ids = self.tokenizer(pieces, add_special_tokens=False)["input_ids"]
         cap = self.budget if self.config.pooling == "sentence" else self.budget - 1
-        return [np.asarray(x[:cap] or [self.tokenizer.unk_token_id or self.pad_id], dtype=np.int64) for x in ids]
+        fallback = [self.tokenizer.unk_token_id or self.pad_id]
+        out: list[np.ndarray] = []
+        for i in range(0, len(pieces), 2048):  # batches: Python lists of a whole book's ids are large
+            ids = self.tokenizer(pieces[i : i + 2048], add_special_tokens=False, verbose=False)["input_ids"]
+            out.extend(np.asarray(x[:cap] or fallback, dtype=np.int64) for x in ids)
+        return out
 
     def _encode_group(
         self, group: list[tuple[str, str | None, list[Sentence], list[np.ndarray]]], batch_size: int
@@ -466,6 +470,7 @@ def _check_sentences(text: str, sentences: Iterable[Sentence]) -> None:
 
 
 def _normalise(x: np.ndarray) -> np.ndarray:
+    """L2-normalise rows in place (callers pass arrays they own: no second copy of a book)."""
     x = np.asarray(x, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=-1, keepdims=True)
-    return x / np.maximum(norms, 1e-12)
+    x /= np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
+    return x

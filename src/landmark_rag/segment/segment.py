@@ -48,42 +48,54 @@ def split_long_sentences(
     """Cut every sentence longer than ``max_tokens`` into pieces of at most that many tokens.
 
     A piece cut inside a word can tokenise into more tokens on its own than it had in the
-    sentence (WordPiece ``##dis`` becomes ``di ##s``), so pieces are re-measured and cut
-    again until all fit or nothing changes (a lone character that is several tokens).
+    sentence (WordPiece ``##dis`` becomes ``di ##s``), so the pieces of a cut sentence are
+    measured again and cut further until they fit or cannot be cut (a lone character that
+    is several tokens). Sentences are tokenised in batches of ``_TOKENIZE_BATCH``: a
+    million-token document at once would hold every offset as Python tuples (~300 MB).
     """
     if max_tokens < 1:
         raise ValueError("max_tokens must be >= 1")
-    while True:
-        cut = _split_once(text, sentences, tokenizer, max_tokens, doc_id)
-        if len(cut) == len(sentences):
-            return cut
-        sentences = cut
+    final: list[tuple[int, int]] = []
+    pending = [(s.start, s.end) for s in sentences]
+    while pending:
+        again: list[tuple[int, int]] = []
+        for i in range(0, len(pending), _TOKENIZE_BATCH):
+            batch = pending[i : i + _TOKENIZE_BATCH]
+            enc = tokenizer(
+                [text[a:b] for a, b in batch], add_special_tokens=False, return_offsets_mapping=True, verbose=False
+            )
+            for (a, b), offsets in zip(batch, enc["offset_mapping"], strict=True):
+                if len(offsets) <= max_tokens:
+                    final.append((a, b))
+                    continue
+                pieces = [(x, y) for x, y in _cut(text, a, b, offsets, max_tokens) if y > x]
+                if len(pieces) <= 1:  # cannot be cut any further
+                    final.append((a, b))
+                else:
+                    again.extend(pieces)
+        pending = again
+    return spans_to_sentences(text, final, doc_id)
 
 
-def _split_once(
-    text: str, sentences: list[Sentence], tokenizer: Any, max_tokens: int, doc_id: str | None
-) -> list[Sentence]:
-    if not sentences:
-        return []
-    enc = tokenizer([s.text for s in sentences], add_special_tokens=False, return_offsets_mapping=True)
+#: Sentences per tokenizer call when measuring; bounds memory on very long documents.
+_TOKENIZE_BATCH = 2048
+
+
+def _cut(text: str, start: int, end: int, offsets: list[tuple[int, int]], max_tokens: int) -> list[tuple[int, int]]:
+    """Cut ``text[start:end]`` (token ``offsets`` relative to ``start``) into pieces."""
     spans: list[tuple[int, int]] = []
-    for sent, offsets in zip(sentences, enc["offset_mapping"], strict=True):
-        if len(offsets) <= max_tokens:
-            spans.append((sent.start, sent.end))
-            continue
-        cut = sent.start
-        i = 0
-        while len(offsets) - i > max_tokens:
-            j = i + max_tokens  # first token of the next piece
-            # prefer a cut where a token starts after whitespace (a word boundary)
-            for k in range(j, i + max(1, max_tokens // 2), -1):
-                s_k = offsets[k][0]
-                # WordPiece offsets start at the word; byte-level BPE offsets at its space
-                if sent.text[s_k].isspace() or (s_k > 0 and sent.text[s_k - 1].isspace()):
-                    j = k
-                    break
-            nxt = sent.start + offsets[j][0]
-            spans.append((cut, nxt))
-            cut, i = nxt, j
-        spans.append((cut, sent.end))
-    return spans_to_sentences(text, spans, doc_id)
+    cut, i = start, 0
+    while len(offsets) - i > max_tokens:
+        j = i + max_tokens  # first token of the next piece
+        # prefer a cut where a token starts after whitespace (a word boundary)
+        for k in range(j, i + max(1, max_tokens // 2), -1):
+            s_k = start + offsets[k][0]
+            # WordPiece offsets start at the word; byte-level BPE offsets at its space
+            if text[s_k].isspace() or (s_k > start and text[s_k - 1].isspace()):
+                j = k
+                break
+        nxt = start + offsets[j][0]
+        spans.append((cut, nxt))
+        cut, i = nxt, j
+    spans.append((cut, end))
+    return spans
