@@ -1,0 +1,96 @@
+"""Training config files and the stage data builders on the real SQuAD file (no model runs)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from landmark_rag.train import StageConfig, TrainConfig
+from landmark_rag.train.data_longdoc import LongDocBuilder
+from landmark_rag.train.data_pairwise import PairwiseBuilder
+from landmark_rag.train.data_pseudo import PseudoDocBuilder
+from landmark_rag.train.squad import load_squad, select
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+needs_data = pytest.mark.skipif(not DATA.is_file(), reason="SQuAD data file not available")
+
+
+def test_config_files_roundtrip(tmp_path):
+    cfg = TrainConfig(output_dir="x", lr=1e-4, stages=[StageConfig("longdoc", 5, contrastive_weight=0.0), StageConfig("pairwise", 7)])
+    cfg.save(tmp_path / "c.json")
+    assert TrainConfig.load(tmp_path / "c.json") == cfg
+    (tmp_path / "c.yaml").write_text("output_dir: y\nstages:\n  - {kind: pseudo, steps: 3}\n")
+    y = TrainConfig.load(tmp_path / "c.yaml")
+    assert y.output_dir == "y" and y.stages == [StageConfig("pseudo", 3)] and y.total_steps == 3
+    (tmp_path / "c.toml").write_text('pooling = "landmark"\n[[stages]]\nkind = "longdoc"\nsteps = 4\n')
+    assert TrainConfig.load(tmp_path / "c.toml").stages[0].steps == 4
+    (tmp_path / "bad.json").write_text(json.dumps({"learning_rate": 1}))
+    with pytest.raises(ValueError, match="learning_rate"):
+        TrainConfig.load(tmp_path / "bad.json")
+    with pytest.raises(ValueError):
+        StageConfig("nonsense", 1)
+
+
+def test_cli_stage_spec():
+    from landmark_rag.cli.train import _parse_stage
+
+    assert _parse_stage("longdoc:100:0:1") == {"kind": "longdoc", "steps": 100, "contrastive_weight": 0.0, "distill_weight": 1.0}
+    assert _parse_stage("pairwise:5") == {"kind": "pairwise", "steps": 5}
+
+
+def _articles(spec: str):
+    from landmark_rag.segment import segment_sentences
+
+    arts = select(load_squad(DATA), spec)
+    for a in arts:
+        a.segment(lambda text, title: segment_sentences(text, doc_id=title))
+    return arts
+
+
+@needs_data
+def test_answer_spans_hold_the_answer():
+    for art in _articles("0:3"):
+        for q in art.questions:
+            span = art.answer_span(q)
+            first, last = art.sentences[span[0]], art.sentences[span[-1]]
+            assert first.start <= q.answer_start and q.answer_end <= last.end + 1
+
+
+@needs_data
+def test_longdoc_windows_fit_and_point_at_the_answers():
+    arts = _articles("3:5")
+    lengths = [[len(s.text.split()) + 1 for s in a.sentences] for a in arts]
+    builder = LongDocBuilder(arts, lengths, 120, examples_per_batch=2, queries_per_example=4, landmark_tokens=1)
+    by_title = {a.title: a for a in arts}
+    rng = random.Random(0)
+    stream = builder.batches(rng)
+    for _ in range(20):
+        batch = next(stream)
+        assert len({ex.doc_id.split("[")[0] for ex in batch}) == 2  # distinct articles: in-batch negatives
+        for ex in batch:
+            art = by_title[ex.doc_id.split("[")[0]]
+            assert sum(len(u.split()) + 2 for u in ex.units) <= 120 or len(ex.units) == 1
+            assert 1 <= len(ex.queries) <= 4
+            for qtext, span in zip(ex.queries, ex.spans):
+                q = next(x for x in art.questions if x.text == qtext)
+                answer = art.text[q.answer_start : q.answer_end]
+                assert answer.split()[-1] in ex.units[span[-1]]
+
+
+@needs_data
+def test_pairwise_and_pseudo_builders():
+    arts = _articles("5:8")
+    rng = random.Random(1)
+    batch = next(PairwiseBuilder(arts, examples_per_batch=6, queries_per_example=2, hard_negatives=2).batches(rng))
+    assert len(batch) == 6 and all(len(ex.units) == 1 and ex.spans == [[0]] * len(ex.queries) for ex in batch)
+    ex = next(PseudoDocBuilder(arts, passages_per_document=4, examples_per_batch=1).batches(rng))[0]
+    assert len(ex.units) == 4
+    (pos,) = {s[0] for s in ex.spans}
+    para = next(
+        (a, p) for a in arts for p, (s, e) in enumerate(a.paragraphs) if a.text[s:e] == ex.units[pos]
+    )
+    questions = {q.text for q in para[0].questions if q.paragraph == para[1]}
+    assert set(ex.queries) <= questions
