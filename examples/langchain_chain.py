@@ -41,10 +41,12 @@ DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "squa
 TITLES = ["Construction", "Victoria_(Australia)", "Jacksonville,_Florida"]
 COLLECTION = "squad-articles"
 
-PROMPT = ChatPromptTemplate.from_messages([
-    ("system", "Answer the question using only the context. Cite passages by their [id]."),
-    ("human", "Context:\n{context}\n\nQuestion: {question}"),
-])
+PROMPT = ChatPromptTemplate.from_messages(
+    [
+        ("system", "Answer the question using only the context. Cite passages by their [id]."),
+        ("human", "Context:\n{context}\n\nQuestion: {question}"),
+    ]
+)
 
 
 def load_documents(path: Path = DATA, titles: list[str] = TITLES) -> tuple[list[Document], list[str]]:
@@ -86,8 +88,10 @@ def main(argv: list[str] | None = None) -> dict:
     retriever = LandmarkRetriever(client=client, collection_name=COLLECTION, k=args.k)
     before = retriever.store.documents()
     retriever.add_documents(docs)
-    print(f"ingested {len(docs)} articles into {persist_dir!r} / {COLLECTION!r}: "
-          f"{retriever.store.count_sentences()} sentences ({len(before)} articles were already there)")
+    print(
+        f"ingested {len(docs)} articles into {persist_dir!r} / {COLLECTION!r}: "
+        f"{retriever.store.count_sentences()} sentences ({len(before)} articles were already there)"
+    )
 
     # 2. Exactly k passages, each the exact slice of its article named by its metadata.
     passages = retriever.invoke(question, k=args.k)
@@ -96,7 +100,9 @@ def main(argv: list[str] | None = None) -> dict:
     for d in passages:
         md = d.metadata
         exact = texts[md["doc_id"]][md["start"] : md["end"]] == d.page_content
-        print(f"  [{d.id}] score={md['score']:.3f} chars {md['start']}:{md['end']} exact={exact}\n    {d.page_content[:160]!r}")
+        print(
+            f"  [{d.id}] score={md['score']:.3f} chars {md['start']}:{md['end']} exact={exact}\n    {d.page_content[:160]!r}"
+        )
         if not exact:
             raise SystemExit(f"passage {d.id} is not the exact slice of its article")
     if len(passages) != args.k:
@@ -106,7 +112,9 @@ def main(argv: list[str] | None = None) -> dict:
     llm = FakeListChatModel(responses=["(a real chat model would answer from the passages here)"])
     chain = {"context": retriever | format_docs, "question": RunnablePassthrough()} | PROMPT | llm | StrOutputParser()
     answer = chain.invoke(question)
-    prompt_text = ({"context": retriever | format_docs, "question": RunnablePassthrough()} | PROMPT).invoke(question).to_string()
+    prompt_text = (
+        ({"context": retriever | format_docs, "question": RunnablePassthrough()} | PROMPT).invoke(question).to_string()
+    )
     print(f"\nchain answer: {answer}\nprompt sent to the model: {len(prompt_text)} characters")
 
     # 4. The same collection through langchain_chroma: sentence hits (no expansion).

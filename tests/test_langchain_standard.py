@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from conftest import SHARED_SQUAD
 from langchain_tests.integration_tests import EmbeddingsIntegrationTests, RetrieversIntegrationTests
 from langchain_tests.unit_tests import EmbeddingsUnitTests
-
-from conftest import SHARED_SQUAD
-from landmark_rag.langchain import LandmarkEmbeddings, LandmarkRetriever
 from test_langchain import ingested_squad
+
+from landmark_rag.langchain import LandmarkEmbeddings, LandmarkRetriever
 
 
 class TestLandmarkEmbeddingsUnit(EmbeddingsUnitTests):

@@ -63,7 +63,9 @@ class BoundaryExpansionCompressor(BaseDocumentCompressor):
     def model_post_init(self, context: Any, /) -> None:
         make_strategy(self.strategy, **self.strategy_params)
         if self.client is None:
-            self.client = chromadb.EphemeralClient() if self.persist_directory is None else make_client(self.persist_directory)
+            self.client = (
+                chromadb.EphemeralClient() if self.persist_directory is None else make_client(self.persist_directory)
+            )
         self._store = ChromaSentenceStore.open(collection_name=self.collection_name, client=self.client, create=False)
 
     @property
@@ -91,7 +93,12 @@ class BoundaryExpansionCompressor(BaseDocumentCompressor):
         vector = embeddings.encoder.encode_query(query) if embeddings is not None else None
         hits = self._hits(docs, vector if self.rescore else None)
         passages = expand_hits(
-            hits, self.store, strat, query_vector=vector, order=self.order, max_passages=self.k,
+            hits,
+            self.store,
+            strat,
+            query_vector=vector,
+            order=self.order,
+            max_passages=self.k,
             count_tokens=embeddings.count_tokens if embeddings is not None and isinstance(strat, Adaptive) else None,
         )
         if self.k is not None:

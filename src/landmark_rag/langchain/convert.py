@@ -16,7 +16,9 @@ from landmark_rag.store.schema import DOC_ID, INDEX, sentence_from_metadata, sen
 from landmark_rag.types import Hit, Passage, Sentence
 
 
-def sentence_document(sentence: Sentence, *, doc_hash: str | None = None, metadata: dict[str, Any] | None = None) -> Document:
+def sentence_document(
+    sentence: Sentence, *, doc_hash: str | None = None, metadata: dict[str, Any] | None = None
+) -> Document:
     """One sentence as a ``Document``: exact text, schema metadata, id ``doc_id:index``.
 
     The input document's own metadata is copied unchanged (LangChain splitters keep it),
@@ -35,7 +37,9 @@ def passage_document(passage: Passage) -> Document:
     has the same id (useful for de-duplication in ensembles).
     """
     md = {**passage.metadata, **passage.span_metadata()}
-    return Document(page_content=passage.text, metadata=md, id=f"{passage.doc_id}:{passage.first_index}-{passage.last_index}")
+    return Document(
+        page_content=passage.text, metadata=md, id=f"{passage.doc_id}:{passage.first_index}-{passage.last_index}"
+    )
 
 
 def has_sentence_metadata(document: Document) -> bool:

@@ -28,11 +28,18 @@ _CACHE: dict[tuple[Any, ...], LandmarkEncoder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def _key(model_name: str | None, device: str | None, dtype: str | None, model_kwargs: dict[str, Any]) -> tuple[Any, ...]:
-    return (model_name, device, dtype, tuple(sorted((k, repr(v)) for k, v in model_kwargs.items())))
+def _key(
+    model_name: str | None, device: str | None, dtype: str | None, model_kwargs: dict[str, Any]
+) -> tuple[Any, ...]:
+    from landmark_rag.models import default_model
+
+    # ``None`` means the default model: both spellings must share one loaded copy
+    return (model_name or default_model(), device, dtype, tuple(sorted((k, repr(v)) for k, v in model_kwargs.items())))
 
 
-def _load(model_name: str | None, device: str | None, dtype: str | None, model_kwargs: dict[str, Any]) -> LandmarkEncoder:
+def _load(
+    model_name: str | None, device: str | None, dtype: str | None, model_kwargs: dict[str, Any]
+) -> LandmarkEncoder:
     """Load an encoder once per process and configuration.
 
     LangChain code builds embeddings objects freely (one per vector store, retriever,
@@ -139,9 +146,7 @@ class LandmarkEmbeddings(BaseModel, Embeddings):
         return await run_in_executor(None, self.embed_query, text)
 
     # ------------------------------------------------------------------ in context
-    def embed_document_in_context(
-        self, document: str | Document, doc_id: str | None = None
-    ) -> EncodedDocument:
+    def embed_document_in_context(self, document: str | Document, doc_id: str | None = None) -> EncodedDocument:
         """Segment a whole document and embed every sentence in its context (one pass).
 
         Returns the core ``EncodedDocument``: ``.sentences`` (exact offsets, ``doc_id`` set)

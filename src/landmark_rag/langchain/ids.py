@@ -54,6 +54,6 @@ def resolve_doc_ids(documents: Sequence[Document], ids: Sequence[str] | None = N
             raise ValueError(
                 f"two different documents resolve to the id {doc_id!r} (from Document.id, metadata['source'] "
                 "or the content hash, in that order); give each a distinct Document.id, e.g. "
-                "f\"{source}#page={page}\" for pages of one file"
+                'f"{source}#page={page}" for pages of one file'
             )
     return out

@@ -87,7 +87,9 @@ class LandmarkRetriever(BaseRetriever):
     def model_post_init(self, context: Any, /) -> None:
         make_strategy(self.strategy, **self.strategy_params)  # fail at construction on bad parameters
         if self.client is None:
-            self.client = chromadb.EphemeralClient() if self.persist_directory is None else make_client(self.persist_directory)
+            self.client = (
+                chromadb.EphemeralClient() if self.persist_directory is None else make_client(self.persist_directory)
+            )
         self._store = ChromaSentenceStore.open(collection_name=self.collection_name, client=self.client, create=True)
 
     # ------------------------------------------------------------------ construction
@@ -106,8 +108,12 @@ class LandmarkRetriever(BaseRetriever):
     ) -> LandmarkRetriever:
         """Create (or open) the collection, ingest ``documents`` in context, return the retriever."""
         retriever = cls(
-            embeddings=embeddings, persist_directory=persist_directory, collection_name=collection_name,
-            client=client, k=k, **kwargs,
+            embeddings=embeddings,
+            persist_directory=persist_directory,
+            collection_name=collection_name,
+            client=client,
+            k=k,
+            **kwargs,
         )
         retriever.add_documents(documents, ids=ids)
         return retriever
@@ -142,8 +148,10 @@ class LandmarkRetriever(BaseRetriever):
         from langchain_chroma import Chroma
 
         return Chroma(
-            collection_name=self.collection_name, client=self.client,
-            embedding_function=self._embeddings(writing=False), create_collection_if_not_exists=False,
+            collection_name=self.collection_name,
+            client=self.client,
+            embedding_function=self._embeddings(writing=False),
+            create_collection_if_not_exists=False,
         )
 
     # ------------------------------------------------------------------ ingestion
@@ -203,7 +211,7 @@ class LandmarkRetriever(BaseRetriever):
         query: str,
         k: int | None = None,
         where: dict[str, Any] | None = None,
-        filter: dict[str, Any] | None = None,  # noqa: A002 - LangChain's name for a metadata filter
+        filter: dict[str, Any] | None = None,  # LangChain's name for a metadata filter
         strategy: str | Strategy | None = None,
         **kwargs: Any,
     ) -> list[Document]:
@@ -211,11 +219,19 @@ class LandmarkRetriever(BaseRetriever):
         if unknown:
             raise TypeError(f"unexpected retriever options {sorted(unknown)}; known: k, where (or filter), strategy")
         k = self.k if k is None else int(k)
-        strat = make_strategy(strategy if strategy is not None else self.strategy, **({} if strategy is not None else self.strategy_params))
+        strat = make_strategy(
+            strategy if strategy is not None else self.strategy,
+            **({} if strategy is not None else self.strategy_params),
+        )
         embeddings = self._embeddings(writing=False)
         vector = embeddings.encoder.encode_query(query)
         passages = search_passages(
-            vector, self.store, k, strat, where=where or filter or self.where, order=self.order,
+            vector,
+            self.store,
+            k,
+            strat,
+            where=where or filter or self.where,
+            order=self.order,
             count_tokens=embeddings.count_tokens if isinstance(strat, Adaptive) else None,
         )
         return [passage_document(p) for p in passages]

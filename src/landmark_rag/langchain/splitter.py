@@ -71,7 +71,9 @@ class LandmarkTextSplitter(BaseDocumentTransformer):
         metas = list(metadatas) if metadatas is not None else [{}] * len(texts)
         if len(metas) != len(texts):
             raise ValueError(f"got {len(metas)} metadatas for {len(texts)} texts")
-        return self.split_documents([Document(page_content=t, metadata=dict(m)) for t, m in zip(texts, metas, strict=True)], ids)
+        return self.split_documents(
+            [Document(page_content=t, metadata=dict(m)) for t, m in zip(texts, metas, strict=True)], ids
+        )
 
     def transform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
         """The ``BaseDocumentTransformer`` entry point; same as :meth:`split_documents`."""
