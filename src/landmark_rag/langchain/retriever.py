@@ -165,9 +165,10 @@ class LandmarkRetriever(BaseRetriever):
         docs = list(documents)
         doc_ids = resolve_doc_ids(docs, ids)
         embeddings = self._embeddings(writing=True)
+        stored = self.store.documents() if self.skip_unchanged else {}  # one manifest read per call
         todo: dict[str, Document] = {}
         for doc_id, doc in zip(doc_ids, docs, strict=True):
-            if doc_id in todo or (self.skip_unchanged and self._unchanged(doc_id, doc)):
+            if doc_id in todo or _unchanged(stored.get(doc_id), doc):
                 continue
             todo[doc_id] = doc
         items = list(todo.items())
@@ -188,12 +189,6 @@ class LandmarkRetriever(BaseRetriever):
     def delete(self, ids: Sequence[str]) -> int:
         """Remove documents (by document id) and all their sentences; returns sentences removed."""
         return sum(self.store.delete_document(str(doc_id)) for doc_id in ids)
-
-    def _unchanged(self, doc_id: str, doc: Document) -> bool:
-        if self.store.document_hash(doc_id) != content_hash(doc.page_content):
-            return False
-        stored = self.store.documents().get(doc_id, {})
-        return {k: v for k, v in stored.items() if k not in _MANIFEST_KEYS} == flat_metadata(doc.metadata)
 
     # ------------------------------------------------------------------ retrieval
     def _get_relevant_documents(
@@ -235,3 +230,10 @@ class LandmarkRetriever(BaseRetriever):
             count_tokens=embeddings.count_tokens if isinstance(strat, Adaptive) else None,
         )
         return [passage_document(p) for p in passages]
+
+
+def _unchanged(record: dict[str, Any] | None, doc: Document) -> bool:
+    """Whether a manifest record (of a completely stored document) matches ``doc`` exactly."""
+    if record is None or record.get(DOC_HASH) != content_hash(doc.page_content):
+        return False
+    return {k: v for k, v in record.items() if k not in _MANIFEST_KEYS} == flat_metadata(doc.metadata)
