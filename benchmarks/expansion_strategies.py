@@ -22,7 +22,7 @@ import argparse
 import json
 import time
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -61,7 +61,9 @@ def load(path: Path, articles: int | None) -> tuple[list[str], list[str], list[Q
         doc_id, offset, parts = art["title"], 0, []
         for para in art["paragraphs"]:
             for qa in para["qas"]:
-                spans = sorted({(offset + a["answer_start"], offset + a["answer_start"] + len(a["text"])) for a in qa["answers"]})
+                spans = sorted(
+                    {(offset + a["answer_start"], offset + a["answer_start"] + len(a["text"])) for a in qa["answers"]}
+                )
                 questions.append(Question(qa["question"], doc_id, spans))
             parts.append(para["context"])
             offset += len(para["context"]) + 2
@@ -90,7 +92,7 @@ def main() -> None:
     matrix = np.concatenate([d.embeddings for d in docs])
     queries = encoder.encode_queries([q.text for q in questions], show_progress=True)
 
-    @lru_cache(maxsize=None)
+    @cache
     def count(text: str) -> int:
         return encoder.count_tokens(text)
 

@@ -25,7 +25,9 @@ from landmark_rag.store.schema import SCHEMA_KEYS  # noqa: E402
 @pytest.fixture(scope="module")
 def docs(excerpt_articles) -> list[Document]:
     return [
-        Document(text=a.text, id_=a.title, metadata={"title": a.title, "tags": ["squad", "dev"], "year": 2016, "none": None})
+        Document(
+            text=a.text, id_=a.title, metadata={"title": a.title, "tags": ["squad", "dev"], "year": 2016, "none": None}
+        )
         for a in excerpt_articles
     ]
 
@@ -51,7 +53,7 @@ def test_relationships_follow_document_order(docs):
     for doc in docs:
         mine = [n for n in nodes if n.ref_doc_id == doc.id_]
         assert mine[0].prev_node is None and mine[-1].next_node is None
-        for a, b in zip(mine, mine[1:]):
+        for a, b in zip(mine, mine[1:], strict=False):
             assert a.next_node.node_id == b.id_ and b.prev_node.node_id == a.id_
         assert all(n.relationships[NodeRelationship.SOURCE].node_id == doc.id_ for n in mine)
     # prev/next never cross documents

@@ -77,9 +77,7 @@ class LandmarkEmbedding(BaseEmbedding):
         if encoder is not None:
             model_name = model_name or encoder.model_name
             device = device or str(encoder.device)
-        super().__init__(
-            model_name=model_name or _DEFAULT_MODEL, device=device, encoder_kwargs=overrides, **kwargs
-        )
+        super().__init__(model_name=model_name or _DEFAULT_MODEL, device=device, encoder_kwargs=overrides, **kwargs)
         self._encoder = encoder
 
     @classmethod
@@ -207,7 +205,9 @@ def rebuild_text(sentences: Sequence[Sentence], doc_id: str | None = None) -> st
     for s in sorted(sentences, key=lambda x: x.index):
         gap = s.start - length
         if gap < 0 or s.end - s.start != len(s.text):
-            raise ValueError(f"sentence {s.index} of document {doc_id!r} has offsets that overlap or do not match its text")
+            raise ValueError(
+                f"sentence {s.index} of document {doc_id!r} has offsets that overlap or do not match its text"
+            )
         space = s.space_before[-gap:] if gap else ""
         parts.append(" " * (gap - len(space)) + space + s.text)
         length = s.end
@@ -226,9 +226,10 @@ def _source_texts(documents: Any, nodes: Sequence[BaseNode]) -> dict[str, str]:
 
 def _warn_gaps(doc_id: str, sentences: Sequence[Sentence]) -> None:
     indices = [s.index for s in sentences]
-    if indices and indices != list(range(indices[0], indices[0] + len(indices))) or (indices and indices[0] != 0):
+    if indices != list(range(len(indices))):  # a missing head or a hole (a missing tail is invisible)
         logger.warning(
             "document %r: only %d of its sentences were given together; the missing ones are not part of "
             "the context of the others. Pass all sentence nodes of a document in one call.",
-            doc_id, len(indices),
+            doc_id,
+            len(indices),
         )

@@ -67,7 +67,9 @@ class LandmarkNodeParser(NodeParser):
         self._tokenizer = tokenizer
 
     @classmethod
-    def for_embedding(cls, embed_model: Any, *, segmenter: Segmenter | None = None, **kwargs: Any) -> LandmarkNodeParser:
+    def for_embedding(
+        cls, embed_model: Any, *, segmenter: Segmenter | None = None, **kwargs: Any
+    ) -> LandmarkNodeParser:
         """A parser that splits exactly as ``embed_model``'s encoder does (long sentences cut)."""
         encoder = getattr(embed_model, "encoder", embed_model)
         return cls(
@@ -146,7 +148,9 @@ class LandmarkNodeParser(NodeParser):
         already flat, so both are restored after it ran.
         """
         kept = [
-            (n.start_char_idx, n.end_char_idx, dict(n.metadata), dict(n.relationships)) if isinstance(n, TextNode) else None
+            (n.start_char_idx, n.end_char_idx, dict(n.metadata), dict(n.relationships))
+            if isinstance(n, TextNode)
+            else None
             for n in nodes
         ]
         nodes = super()._postprocess_parsed_nodes(nodes, parent_doc_map)

@@ -16,8 +16,8 @@ from dataclasses import asdict
 from typing import Any, Literal
 
 import numpy as np
-from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core import Settings
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
@@ -130,7 +130,9 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
             # The adaptive threshold compares neighbours' cosine scores with the hit's, so the
             # hit needs a cosine score too (vector stores report distances in their own scale).
             for hit in hits:
-                vec = self._source.get_embeddings(hit.sentence.doc_id or "", [hit.sentence.index]).get(hit.sentence.index)
+                vec = self._source.get_embeddings(hit.sentence.doc_id or "", [hit.sentence.index]).get(
+                    hit.sentence.index
+                )
                 if vec is not None:
                     hit.score = float(vec @ query_vector)
         passages = expand_hits(

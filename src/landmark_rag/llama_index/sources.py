@@ -70,7 +70,9 @@ def sentence_source(vector_store: Any = None, docstore: Any = None) -> SentenceS
     if docstore is not None:
         return DocstoreSentenceSource(docstore, embeddings=vector_store)
     if vector_store is None:
-        raise ValueError("boundary expansion needs a vector_store (ChromaVectorStore) or a docstore to read neighbours from")
+        raise ValueError(
+            "boundary expansion needs a vector_store (ChromaVectorStore) or a docstore to read neighbours from"
+        )
     collection = chroma_collection(vector_store)
     if collection is None:
         raise TypeError(
