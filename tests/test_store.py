@@ -98,3 +98,19 @@ def test_search_passages_returns_exactly_k_non_overlapping(store):
     assert 2 <= len(many) < 50
     covered = [(p.doc_id, i) for p in many for i in range(p.first_index, p.last_index + 1)]
     assert len(covered) == len(set(covered))
+
+
+def test_scores_are_cosine_in_any_chroma_space(tmp_path):
+    import chromadb
+
+    a = encode(DOC_A, "a", 7)
+    client = chromadb.PersistentClient(path=str(tmp_path / "spaces"))
+    for space in ("l2", "ip", "cosine"):
+        col = client.create_collection(f"space-{space}", configuration={"hnsw": {"space": space}}, embedding_function=None)
+        store = ChromaSentenceStore(col)
+        store.add_document(a)
+        q = a.embeddings[0] * 0.8 + a.embeddings[1] * 0.6
+        q /= np.linalg.norm(q)
+        hits = store.query(q, 4)
+        expected = sorted((float(v @ q) for v in a.embeddings), reverse=True)
+        assert [h.score for h in hits] == pytest.approx(expected, abs=1e-4), space

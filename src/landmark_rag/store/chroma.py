@@ -250,7 +250,7 @@ class ChromaSentenceStore:
                 include=["documents", "metadatas", "distances"],
             )
             hits = [
-                Hit(sentence_from_metadata(text or "", md), 1.0 - float(dist), dict(md))
+                Hit(sentence_from_metadata(text or "", md), self._similarity(float(dist)), dict(md))
                 for text, md, dist in zip(got["documents"][0], got["metadatas"][0], got["distances"][0], strict=True)
             ]
             visible = self._visible(hits)
@@ -258,6 +258,17 @@ class ChromaSentenceStore:
                 return visible[:k]
             n = min(total, n * 2)
         return []
+
+    def _similarity(self, distance: float) -> float:
+        """Cosine similarity from Chroma's distance, whatever space the collection uses.
+
+        Our collections use ``cosine``; LlamaIndex's ``ChromaVectorStore`` creates ``l2``
+        (squared L2, which is ``2 - 2 cos`` for unit vectors) and others may use ``ip``.
+        """
+        space = _space(self.collection)
+        if space == "l2":
+            return 1.0 - distance / 2.0
+        return 1.0 - distance  # cosine and ip distances are both 1 - <a, b>
 
     def _visible(self, hits: list[Hit]) -> list[Hit]:
         if self.manifest is None:
@@ -312,6 +323,12 @@ class ChromaSentenceStore:
         if not pairs:
             return [], np.zeros((0, 0), dtype=np.float32)
         return [p[0] for p in pairs], np.stack([p[1] for p in pairs])
+
+
+def _space(collection: Any) -> str:
+    config = getattr(collection, "configuration_json", None) or {}
+    hnsw = config.get("hnsw") or {}
+    return str(hnsw.get("space") or (collection.metadata or {}).get("hnsw:space") or "l2")
 
 
 def _manifest_name(name: str) -> str:
