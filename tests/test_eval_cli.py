@@ -2,7 +2,7 @@
 
 The fixture file holds three real articles from ../shared/data cut to their first
 paragraphs (CC BY-SA 4.0, SQuAD v1.1 dev, Rajpurkar et al. 2016), so the run uses the
-real model and real questions while staying quick; ``--titles`` picks two of them, the
+real model and real questions while staying quick; ``--title`` picks two of them, the
 held-out usage.
 """
 
@@ -68,7 +68,7 @@ def run(squad_file, tmp_path_factory) -> tuple[dict, subprocess.CompletedProcess
     plot = tmp_path_factory.mktemp("plot") / "coverage.png"
     budgets = ",".join(str(b) for b in BUDGETS)
     proc = _cli(
-        "eval", "--data", str(squad_file), "--titles", ",".join(TITLES),
+        "eval", "--data", str(squad_file), "--title", TITLES[0], "--title", TITLES[1],
         "--budgets", budgets, "--json", "--plot", str(plot),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -136,3 +136,11 @@ def test_unknown_system_fails_cleanly(squad_file):
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert "unknown system 'nope'" in proc.stderr
+
+
+def test_titles_file_with_unknown_title_fails_cleanly(squad_file, tmp_path):
+    titles = tmp_path / "held-out.txt"
+    titles.write_text("Oxygen\nJacksonville,_Florida\n")  # a real SQuAD title with a comma
+    proc = _cli("eval", "--data", str(squad_file), "--titles-file", str(titles), "--json")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "no article titled Jacksonville,_Florida" in proc.stderr

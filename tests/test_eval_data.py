@@ -57,7 +57,7 @@ def test_select_by_title_and_caps(tmp_path):
     path.write_text(json.dumps(_squad()))
     assert [a.title for a in load_squad(path, titles=["second"]).articles] == ["Second", "Second"]
     assert len(load_squad(path, titles=["First: one"])) == 2
-    with pytest.raises(ValueError, match="no article titled nope"):
+    with pytest.raises(ValueError, match="no article titled nope$"):
         load_squad(path, titles=["Second", "nope"])
     assert len(load_squad(path, max_articles=1).articles) == 1
     capped = load_squad(path, max_questions=2)

@@ -54,12 +54,6 @@ class Corpus:
         """``(doc, start, end)`` of global sentences ``first..last`` (same document)."""
         return int(self.sent_doc[first]), int(self.sent_start[first]), int(self.sent_end[last])
 
-    def clip_to_doc(self, g: int, before: int, after: int) -> tuple[int, int]:
-        """Global ids ``g - before .. g + after``, clipped to ``g``'s document."""
-        doc = int(self.sent_doc[g])
-        lo, hi = int(self.doc_first[doc]), int(self.doc_first[doc + 1]) - 1
-        return max(lo, g - before), min(hi, g + after)
-
 
 def build_corpus(articles: list[EvalArticle], encoder, *, show_progress: bool = False) -> Corpus:  # noqa: ANN001
     """Segment and tokenise every article with ``encoder`` (a LandmarkEncoder): its

@@ -133,11 +133,12 @@ def select_articles(
     """
     arts = list(articles)
     if titles:
-        wanted = {t.strip().lower() for t in titles if t.strip()}
+        asked = [t.strip() for t in titles if t.strip()]
+        wanted = {t.lower() for t in asked}
         known = {a.title.lower() for a in arts} | {a.doc_id.lower() for a in arts}
-        missing = sorted(wanted - known)
+        missing = [t for t in asked if t.lower() not in known]
         if missing:
-            raise ValueError(f"no article titled {', '.join(missing)}")
+            raise ValueError(f"no article titled {' | '.join(missing)}")
         arts = [a for a in arts if a.title.lower() in wanted or a.doc_id.lower() in wanted]
     if max_articles is not None:
         arts = arts[: max(0, max_articles)]
