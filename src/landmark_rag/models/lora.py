@@ -25,11 +25,15 @@ def merge_lora(model: Any, adapter_dir: str | Path) -> Any:
     adapter_dir = Path(adapter_dir)
     cfg = json.loads((adapter_dir / "adapter_config.json").read_text())
     unsupported = [
-        k for k in ("use_dora", "use_rslora", "modules_to_save", "rank_pattern", "alpha_pattern", "trainable_token_indices")
+        k
+        for k in (
+            "use_dora", "use_rslora", "modules_to_save", "rank_pattern", "alpha_pattern", "trainable_token_indices"
+        )
         if cfg.get(k)
     ]
     if cfg.get("peft_type", "LORA") != "LORA" or unsupported or cfg.get("fan_in_fan_out"):
-        raise ImportError(f"adapter in {adapter_dir} uses {unsupported or cfg.get('peft_type')}; install peft to load it")
+        what = unsupported or cfg.get("peft_type")
+        raise ImportError(f"adapter in {adapter_dir} uses {what}; install peft to load it")
     scale = float(cfg["lora_alpha"]) / float(cfg["r"])
     weights = load_file(str(adapter_dir / "adapter_model.safetensors"))
     modules = dict(model.named_modules())

@@ -61,7 +61,8 @@ def standalone_jobs(encoder: LandmarkEncoder, toks: list[np.ndarray]) -> list[_J
     prefix = np.asarray(encoder._prefix, dtype=np.int64)
     suffix = np.asarray(encoder._suffix, dtype=np.int64)
     return [
-        _Job(np.concatenate([prefix, t, suffix]), 0, np.array([i]), np.array([0]), np.array([len(t) + len(prefix) + len(suffix)]))
+        _Job(np.concatenate([prefix, t, suffix]), 0, np.array([i]), np.array([0]),
+             np.array([len(prefix) + len(t) + len(suffix)]))
         for i, t in enumerate(toks)
     ]
 

@@ -68,7 +68,8 @@ def load_squad(path: str | Path) -> list[Article]:
                 questions.append(Question(qa["question"], start, start + len(ans["text"]), p, qa.get("id", "")))
             parts.append(ctx)
             pos += len(ctx)
-        articles.append(Article(art.get("title", f"article-{len(articles)}"), PARAGRAPH_JOIN.join(parts), spans, questions))
+        title = art.get("title", f"article-{len(articles)}")
+        articles.append(Article(title, PARAGRAPH_JOIN.join(parts), spans, questions))
     return articles
 
 

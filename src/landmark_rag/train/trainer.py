@@ -145,7 +145,9 @@ class Trainer:
                     with self.peft_model.disable_adapter():
                         was = self.model.training
                         self.model.eval()
-                        (vecs,) = pool_jobs(self._forward, jobs, [len(missing)], "mean", self.encoder.pad_id, self.device)
+                        (vecs,) = pool_jobs(
+                            self._forward, jobs, [len(missing)], "mean", self.encoder.pad_id, self.device
+                        )
                         self.model.train(was)
                 else:
                     (vecs,) = pool_jobs(
@@ -176,7 +178,8 @@ class Trainer:
                 spans.extend([[offset + i for i in s] for s in ex.spans])
                 offset += n
             qmode = "landmark" if enc.config.query_pooling == "landmark" else "mean"
-            (qvecs,) = pool_jobs(self._forward, query_jobs(enc, queries), [len(queries)], qmode, enc.pad_id, self.device)
+            qjobs = query_jobs(enc, queries)
+            (qvecs,) = pool_jobs(self._forward, qjobs, [len(queries)], qmode, enc.pad_id, self.device)
             c = position_aware_contrastive_loss(
                 qvecs, units, spans, temperature=self.config.temperature, alpha=self.config.alpha
             )
@@ -308,7 +311,9 @@ def load_articles(config: TrainConfig, encoder: LandmarkEncoder) -> tuple[list[A
     return train, val
 
 
-def train(config: TrainConfig, *, encoder: LandmarkEncoder | None = None) -> tuple[LandmarkEncoder, list[dict[str, Any]]]:
+def train(
+    config: TrainConfig, *, encoder: LandmarkEncoder | None = None
+) -> tuple[LandmarkEncoder, list[dict[str, Any]]]:
     """Train per ``config`` and save the result to ``config.output_dir``.
 
     Returns the trained encoder (adapter applied, ready to use) and the history.

@@ -16,7 +16,9 @@ from landmark_rag.encode.encoder import LandmarkEncoder
 from landmark_rag.train.squad import Article
 
 
-def gold_sentence_ranks(encoder: LandmarkEncoder, articles: Sequence[Article], max_questions: int | None = None) -> np.ndarray:
+def gold_sentence_ranks(
+    encoder: LandmarkEncoder, articles: Sequence[Article], max_questions: int | None = None
+) -> np.ndarray:
     """0-based rank of each question's gold sentence within its article."""
     ranks = []
     budget = max_questions
@@ -44,7 +46,9 @@ def recall_metrics(ranks: np.ndarray, ks: Sequence[int] = (1, 5, 10)) -> dict[st
     return out
 
 
-def validate(encoder: LandmarkEncoder, articles: Sequence[Article], max_questions: int | None = None) -> dict[str, float]:
+def validate(
+    encoder: LandmarkEncoder, articles: Sequence[Article], max_questions: int | None = None
+) -> dict[str, float]:
     """Recall@1/5/10 and MRR of the gold sentence; the model is put in eval mode for it."""
     was_training = encoder.model.training
     encoder.model.eval()

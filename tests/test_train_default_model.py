@@ -1,0 +1,43 @@
+"""The trained default model shipped inside the package."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from landmark_rag.models import BASE_MODEL, DEFAULT_MODEL, default_model, packaged_model
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+
+
+def test_default_is_the_small_packaged_adapter():
+    path = packaged_model(DEFAULT_MODEL)
+    assert path is not None and default_model() == str(path)
+    cfg = json.loads((path / "landmark_config.json").read_text())
+    assert cfg["base_model"] == BASE_MODEL == "all-MiniLM-L6-v2"
+    assert cfg["model_name"] == "landmark-minilm"
+    assert not any(path.glob("model*.safetensors"))  # base weights stay in their pip package
+    size = sum(f.stat().st_size for f in path.iterdir())
+    assert size < 5_000_000, size
+    adapter = json.loads((path / "adapter_config.json").read_text())
+    assert adapter["base_model_name_or_path"] == BASE_MODEL  # no local paths shipped
+    train_cfg = json.loads((path / "train_config.json").read_text())
+    held_out = set(range(24)) - set(range(*map(int, train_cfg["train_articles"].split(":"))))
+    assert held_out >= set(range(16, 24))  # the reported articles were never trained on
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not DATA.is_file(), reason="SQuAD data file not available")
+def test_default_beats_per_sentence_on_a_held_out_article():
+    from landmark_rag import LandmarkEncoder
+    from landmark_rag.train import TrainConfig, load_articles, validate
+
+    trained = LandmarkEncoder.from_pretrained()
+    assert trained.model_name == "landmark-minilm" and trained.config.pooling == "mean"
+    plain = LandmarkEncoder.from_pretrained(BASE_MODEL, pooling="sentence")
+    cfg = TrainConfig(train_articles="0:0", val_articles="16:18")
+    r_trained = validate(trained, load_articles(cfg, trained)[1])
+    r_plain = validate(plain, load_articles(cfg, plain)[1])
+    assert r_trained["MRR"] > r_plain["MRR"]
