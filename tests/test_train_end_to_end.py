@@ -96,3 +96,19 @@ def test_full_finetune_landmark_loss_falls_and_checkpoint_reloads(tiny_model_dir
 
 def test_lora_mean_loss_falls_and_adapter_reloads(tiny_model_dir, tmp_path):
     _run(tiny_model_dir, tmp_path, lora=True, pooling="mean")
+
+
+def test_same_seed_same_run(tiny_model_dir, tmp_path):
+    def losses(seed: int) -> list[float]:
+        cfg = TrainConfig(
+            base_model=str(tiny_model_dir), output_dir=str(tmp_path / f"s{seed}"), pooling="mean", query_pooling="mean",
+            data=[str(DATA)], train_articles="8:10", val_articles="", lora=True, lora_r=4, max_length=64, seed=seed,
+            stages=[StageConfig(kind="longdoc", steps=4, examples_per_batch=2, queries_per_example=4)],
+        )
+        encoder = LandmarkEncoder.from_pretrained(str(tiny_model_dir), pooling="mean", query_pooling="mean", max_length=64)
+        trainer = Trainer(encoder, cfg, load_articles(cfg, encoder)[0])
+        return [h["loss"] for h in trainer.train() if "loss" in h]
+
+    first = losses(3)
+    assert first == losses(3)
+    assert first != losses(4)
