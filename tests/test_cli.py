@@ -116,7 +116,7 @@ def test_query_batch_answers_most_excerpt_questions(indexed: Path, excerpt_artic
 
 
 def test_query_html_page(indexed: Path, tmp_path: Path) -> None:
-    question, doc_id, answer = EUCLID_Q
+    question, doc_id, _ = EUCLID_Q
     page = tmp_path / "out" / "page.html"
     rows = query_json(indexed, question, "-k", 3, "--html", page)
     html = page.read_text(encoding="utf-8")
@@ -133,12 +133,15 @@ def test_query_html_page(indexed: Path, tmp_path: Path) -> None:
 
 def test_info(indexed: Path) -> None:
     info = json.loads(cli("info", "--db", indexed, "--json").stdout)
-    assert info["model"] == "all-MiniLM-L6-v2" and info["model_source"] == "all-MiniLM-L6-v2"
+    from landmark_rag.ingest import model_source
+    from landmark_rag.models import default_model
+
+    assert info["model"] and info["model_source"] == model_source(None, default_model())
     assert info["dimension"] == 384 and info["documents"] == 3 and info["incomplete_documents"] == 0
     assert info["sentences"] > 30 and info["store"] == str(indexed.resolve())
     assert info["gguf_cache"].endswith("gguf")
     text = cli("info", "--db", indexed).stdout
-    assert "all-MiniLM-L6-v2" in text and "384" in text and "gguf" in text
+    assert info["model"] in text and "384" in text and "gguf" in text
 
 
 def test_missing_store_is_a_clear_error(tmp_path: Path) -> None:
@@ -270,6 +273,24 @@ def test_query_loads_the_recorded_model(tiny_bert_dir: Path, excerpt_articles, t
     assert "0 new, 0 updated" in cli("index", docs, "--db", db, "-q").stdout
 
 
+def test_moved_model_directory(tiny_bert_dir: Path, excerpt_articles, tmp_path: Path) -> None:
+    """A store whose model directory was moved says so, and accepts the new location."""
+    from landmark_rag import LandmarkConfig
+
+    model = shutil.copytree(tiny_bert_dir, tmp_path / "model")
+    # a named model (landmark_config.json), so its identity does not depend on where it lies
+    LandmarkConfig(pooling="landmark", query_pooling="landmark", model_name="tiny-test").save(model)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text(excerpt_articles[2].text, encoding="utf-8")
+    db = tmp_path / "db"
+    cli("index", docs, "--db", db, "--model", model, "-q")
+    moved = model.rename(tmp_path / "moved")
+    result = cli("query", "prime", "--db", db, ok=False)
+    assert result.exit_code == 1 and "no longer at" in result.stderr
+    assert len(query_json(db, "prime", "--model", moved, "-k", 1)) == 1
+
+
 # ---------------------------------------------------------------------------- server mode
 def _free_port() -> int:
     with socket.socket() as s:
@@ -333,7 +354,7 @@ def test_console_script_query(indexed: Path) -> None:
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-c", "from landmark_rag.cli import main; main()"]
     question, doc_id, answer = OXYGEN_Q
     proc = subprocess.run([*cmd, "query", question, "--db", str(indexed), "--json", "-k", "1"],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr
     (row,) = json.loads(proc.stdout)
     assert row["doc_id"] == doc_id and answer in row["text"]

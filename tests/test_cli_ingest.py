@@ -13,8 +13,8 @@ import pytest
 
 from landmark_rag.ingest import BadFileError, decode_bytes, discover_files, read_document
 from landmark_rag.render import hit_segments, shade_levels
-from landmark_rag.render.html import render_page
 from landmark_rag.render.collect import DocumentView
+from landmark_rag.render.html import render_page
 from landmark_rag.types import Passage, Sentence
 
 
@@ -23,7 +23,7 @@ from landmark_rag.types import Passage, Sentence
     "data, text",
     [
         ("Grüße, Welt.\r\nZweite Zeile.".encode(), "Grüße, Welt.\r\nZweite Zeile."),  # CRLF kept: offsets stay true
-        (codecs.BOM_UTF8 + "BOM first.".encode(), "BOM first."),
+        (codecs.BOM_UTF8 + b"BOM first.", "BOM first."),
         ("UTF-16 text here.".encode("utf-16"), "UTF-16 text here."),  # with its BOM
         ("UTF-32 text.".encode("utf-32"), "UTF-32 text."),
         (b"tabs\tand form\x0cfeeds are text", "tabs\tand form\x0cfeeds are text"),

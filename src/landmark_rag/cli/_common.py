@@ -120,6 +120,8 @@ def encoder_for(
 
     if store is not None and model is None and not overrides:
         source, recorded = recorded_model(store)
+        if source and Path(source).is_absolute() and not Path(source).exists():
+            fail(f"the model this store was built with is no longer at {source}; pass --model with its new location")
         if source:
             return load_encoder(source, recorded, device), source
     source = model_source(model, default_model())

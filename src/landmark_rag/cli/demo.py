@@ -27,19 +27,20 @@ def demo_command(
     checked against the answer the question expects; the exit code is non-zero if the top
     passage misses the answer for most questions.
     """
+    from rich.text import Text
+
     from landmark_rag.cli._common import encoder_for
     from landmark_rag.ingest import discover_files, index_files
     from landmark_rag.render import hit_segments, passage_hits
     from landmark_rag.retrieve import search_passages
     from landmark_rag.samples import corpus_dir, sample_questions
     from landmark_rag.store import ChromaSentenceStore
-    from rich.text import Text
 
     tmp = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="landmark-demo-"))
     try:
         files = discover_files([corpus_dir()])
         console.print(Text(f"Sample corpus: {len(files)} documents in {corpus_dir()}", style="bold"))
-        encoder, source = encoder_for(None, model, device=device)
+        encoder, _ = encoder_for(None, model, device=device)
         store = ChromaSentenceStore.open(str(tmp), identity=encoder.config.identity())
         report = index_files(files, encoder, store, show_progress=True)
         console.print(

@@ -17,7 +17,6 @@ from landmark_rag.cli._common import (
     check_store,
     console,
     encoder_for,
-    fail,
     open_existing_store,
 )
 

@@ -40,12 +40,35 @@ def record_model(store: Any, source: str, dim: int) -> None:
 
 
 def recorded_model(store: Any) -> tuple[str | None, dict[str, Any]]:
-    """The recorded model source (else the identity's model name) and the config overrides."""
+    """The model to load for ``store`` and the config overrides that reproduce its set-up.
+
+    The recorded source is used while it exists. A recorded directory that is gone (the
+    package was reinstalled elsewhere, a fresh clone) is looked up again by the identity's
+    model name among the models shipped in the package; failing that, the dead path is
+    returned and loading it reports a clear error.
+    """
     md = store.collection.metadata or {}
     identity = store.identity()
-    source = md.get(SOURCE_KEY) or identity.get("model_name") or None
+    name = identity.get("model_name") or None
+    source = md.get(SOURCE_KEY) or name
     overrides = {k: identity[k] for k in OVERRIDE_FIELDS if identity.get(k) not in (None, "")}
+    if source and Path(source).is_absolute() and not Path(source).exists():
+        packaged = _packaged(name)
+        source = packaged or source
+    elif source == name and name is not None:
+        source = _packaged(name) or source  # a packaged model recorded by name only
     return source, overrides
+
+
+def _packaged(name: str | None) -> str | None:
+    if not name:
+        return None
+    try:
+        from landmark_rag.models import packaged_model
+    except ImportError:  # an older registry without packaged models
+        return None
+    path = packaged_model(str(name))
+    return str(path) if path is not None else None
 
 
 def recorded_dim(store: Any) -> int | None:

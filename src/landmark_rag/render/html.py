@@ -86,8 +86,10 @@ def render_page(
         f"<style>{_CSS}</style></head><body>",
         f"<header><h1>{e(question)}</h1>",
         f'<div class="meta">{e(subtitle)}</div>' if subtitle else "",
-        '<div class="legend">similarity to the question: <span>median</span><span class="bar"></span>'
-        "<span>best</span></div></header><main>",
+        (
+            '<div class="legend">similarity to the question: <span>median</span><span class="bar"></span>'
+            "<span>best</span></div></header><main>"
+        ),
         f"<h2>{len(passages)} passage{'s' if len(passages) != 1 else ''}</h2>",
         '<ol class="results">',
     ]
