@@ -165,8 +165,9 @@ def tiny_llama_dir(tmp_path_factory: pytest.TempPathFactory, smollm2_dir: Path) 
 # ---------------------------------------------------------------------------- real models
 @pytest.fixture(scope="session")
 def minilm() -> LandmarkEncoder:
-    """The package default: all-MiniLM-L6-v2, each sentence embedded alone."""
-    return LandmarkEncoder.from_pretrained(device="cpu")
+    """The plain base model: all-MiniLM-L6-v2, each sentence embedded alone (the default
+    before the trained landmark-minilm shipped; loaded by name so it stays the plain model)."""
+    return LandmarkEncoder.from_pretrained("all-MiniLM-L6-v2", device="cpu")
 
 
 @pytest.fixture(scope="session")
