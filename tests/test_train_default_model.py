@@ -41,3 +41,11 @@ def test_default_beats_per_sentence_on_a_held_out_article():
     r_trained = validate(trained, load_articles(cfg, trained)[1])
     r_plain = validate(plain, load_articles(cfg, plain)[1])
     assert r_trained["MRR"] > r_plain["MRR"]
+
+
+def test_default_loads_back_by_its_store_identity():
+    # stores record model_name; "landmark-minilm" must resolve without a hub
+    from landmark_rag.encode.loading import resolve
+
+    assert resolve("landmark-minilm").path == str(packaged_model(DEFAULT_MODEL))
+    assert resolve("Landmark-MiniLM").alias == "landmark-minilm"

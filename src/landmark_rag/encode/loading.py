@@ -66,8 +66,21 @@ def _smollm2() -> ModelSource:
     )
 
 
+def _landmark_minilm() -> ModelSource:
+    # The trained default ships inside this package (an adapter over all-MiniLM-L6-v2).
+    # Its name is also its vector-store identity, so stores record "landmark-minilm" and
+    # must be able to load it back by that name.
+    from landmark_rag.models import packaged_model
+
+    path = packaged_model("landmark-minilm")
+    if path is None:
+        raise ModelNotFoundError("landmark-minilm is not installed with this copy of landmark-rag")
+    return ModelSource(str(path), alias="landmark-minilm")
+
+
 #: Model names resolved to weights that ship inside pip packages (no hub needed).
 ALIASES = {
+    "landmark-minilm": _landmark_minilm,
     "all-minilm-l6-v2": _minilm,
     "sentence-transformers/all-minilm-l6-v2": _minilm,
     "smollm2-135m-instruct": _smollm2,
