@@ -15,8 +15,8 @@
 
 from __future__ import annotations
 
-import json
 import importlib.util
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -138,7 +138,7 @@ def test_unreachable_hub_name_is_model_not_found() -> None:
     import os
 
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("MNF"), out.stdout + out.stderr
     msg = out.stdout

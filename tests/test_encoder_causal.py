@@ -58,7 +58,7 @@ def test_sentence_tokens_match_the_whole_text(tiny_causal) -> None:
     doc = "One plague. Two ships\nthree cities.  Many   dead."
     sents = enc.segment(doc)
     pieces = [s.space_before + s.text for s in sents]
-    joined = sum((enc.tokenizer(p, add_special_tokens=False)["input_ids"] for p in pieces), [])
+    joined = [t for p in pieces for t in enc.tokenizer(p, add_special_tokens=False)["input_ids"]]
     assert joined == enc.tokenizer(doc.rstrip(), add_special_tokens=False)["input_ids"]
 
 

@@ -7,6 +7,7 @@ hold for any weights, never retrieval quality.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -26,7 +27,7 @@ def _check_plan(lengths: list[int], budget: int, overlap: int, causal: bool) -> 
     n = len(lengths)
     prefix = np.concatenate([[0], np.cumsum(lengths)])
     assert windows[0][0] == 0 and windows[-1][1] == n
-    for (a, b), (a2, b2) in zip(windows, windows[1:]):
+    for (a, b), (a2, b2) in itertools.pairwise(windows):
         assert a < a2 <= b < b2  # every window adds sentences; no gap between windows
         shared = prefix[b] - prefix[a2]
         assert shared <= max(overlap, 0) or a2 == a + 1  # re-reads at most `overlap` tokens
@@ -39,7 +40,7 @@ def _check_plan(lengths: list[int], budget: int, overlap: int, causal: bool) -> 
         a, b = windows[w]
         assert a <= i < b
         # the chosen window gives sentence i the most context of all windows that hold it
-        def context(win: tuple[int, int]) -> int:
+        def context(win: tuple[int, int], i: int = i) -> int:
             left = prefix[i] - prefix[win[0]]
             right = prefix[win[1]] - prefix[i + 1]
             return left if causal else min(left, right)
