@@ -22,11 +22,25 @@ OVERRIDE_FIELDS = ("pooling", "query_pooling", "lmk_token", "query_instruction")
 
 
 def model_source(model: str | os.PathLike[str] | None, default: str) -> str:
-    """What to record for a ``--model`` argument: absolute path if it is a local path, else the name."""
-    if model is None:
-        return default
-    path = Path(model).expanduser()
-    return str(path.resolve()) if path.exists() else os.fspath(model)
+    """What to record for a ``--model`` argument (``None``: ``default``).
+
+    A packaged model's name, else the absolute path of a local directory or file, else the
+    name as given (alias or hub name).
+    """
+    chosen = default if model is None else model
+    path = Path(chosen).expanduser()
+    if not path.exists():
+        return os.fspath(chosen)
+    path = path.resolve()
+    # a model shipped in the package is recorded by name: the store then outlives a reinstall
+    try:
+        from landmark_rag.models import PACKAGED_MODELS
+    except ImportError:
+        PACKAGED_MODELS = {}
+    for name, where in PACKAGED_MODELS.items():
+        if Path(where).resolve() == path:
+            return name
+    return str(path)
 
 
 def record_model(store: Any, source: str, dim: int) -> None:
@@ -42,21 +56,18 @@ def record_model(store: Any, source: str, dim: int) -> None:
 def recorded_model(store: Any) -> tuple[str | None, dict[str, Any]]:
     """The model to load for ``store`` and the config overrides that reproduce its set-up.
 
-    The recorded source is used while it exists. A recorded directory that is gone (the
-    package was reinstalled elsewhere, a fresh clone) is looked up again by the identity's
-    model name among the models shipped in the package; failing that, the dead path is
-    returned and loading it reports a clear error.
+    The recorded source is used while it exists. A recorded directory that is gone (e.g. a
+    store written before packaged models were recorded by name, then the package moved) is
+    replaced by the identity's model name when that names a model shipped in the package;
+    otherwise the dead path is returned and the caller reports it.
     """
     md = store.collection.metadata or {}
     identity = store.identity()
     name = identity.get("model_name") or None
     source = md.get(SOURCE_KEY) or name
     overrides = {k: identity[k] for k in OVERRIDE_FIELDS if identity.get(k) not in (None, "")}
-    if source and Path(source).is_absolute() and not Path(source).exists():
-        packaged = _packaged(name)
-        source = packaged or source
-    elif source == name and name is not None:
-        source = _packaged(name) or source  # a packaged model recorded by name only
+    if source and Path(source).is_absolute() and not Path(source).exists() and _packaged(name):
+        source = name  # packaged models load by name
     return source, overrides
 
 
