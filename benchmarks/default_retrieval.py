@@ -1,11 +1,12 @@
-"""Gold-sentence retrieval of the default model and of untrained in-context pooling.
+"""Gold-sentence retrieval of a plain model per sentence and of untrained in-context pooling.
 
 For every question of the SQuAD file, rank the sentences of the question's own article
 (one long document: paragraphs joined by a blank line) and check where the gold sentence
 lands; the gold sentence is the one that holds the first answer's ``answer_start``.
 Configurations, all on all-MiniLM-L6-v2 and all through ``LandmarkEncoder``:
 
-- ``sentence`` (the package default): each sentence embedded alone, mean-pooled;
+- ``sentence`` (what a plain model without ``landmark_config.json`` gets): each sentence
+  embedded alone, mean-pooled;
 - ``mean``: one pass over the whole document (512-token windows), mean of the sentence's
   own tokens in context ("late chunking"), queries mean-pooled;
 - ``landmark``: the hidden state at a landmark ([SEP]) after each sentence, queries
@@ -13,7 +14,8 @@ Configurations, all on all-MiniLM-L6-v2 and all through ``LandmarkEncoder``:
 - ``sentence-regex`` (``--regex``): the default with a naive regex splitter, the setup of
   the figure in ../shared/data/README.md, to show how the splitter moves the number.
 
-This is why the default is ``sentence`` pooling: untrained in-context pooling is far worse.
+This is why an untrained model is used with ``sentence`` pooling: untrained in-context
+pooling is far worse. ``--model`` evaluates another model (e.g. a trained landmark model).
 
 Run:  python benchmarks/default_retrieval.py            (all 24 articles, ~15 min on 2 busy cores)
       python benchmarks/default_retrieval.py --quick    (4 articles)
@@ -133,8 +135,8 @@ def main() -> None:
         rows.append((name, res))
         print(f"  {name}: R@1 {res['R@1']:.3f}  R@5 {res['R@5']:.3f}  ({res['docs_s']:.0f} s documents)", flush=True)
     print()
-    print(f"| pooling | sentences | questions | R@1 | R@5 | MRR | encode docs (s) |")
-    print(f"|---|---:|---:|---:|---:|---:|---:|")
+    print("| pooling | sentences | questions | R@1 | R@5 | MRR | encode docs (s) |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name, r in rows:
         print(f"| {name} | {r['sentences']} | {r['questions']} | {r['R@1']:.3f} | {r['R@5']:.3f} | "
               f"{r['MRR']:.3f} | {r['docs_s']:.0f} |")

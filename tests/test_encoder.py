@@ -157,8 +157,8 @@ def test_bad_local_paths_are_model_not_found(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- real MiniLM
-def test_default_is_minilm_sentence_pooling_as_sentence_transformers_does(minilm) -> None:
-    """The default embeds each sentence alone, mean-pooled over all its tokens ([CLS]/[SEP]
+def test_plain_minilm_pools_like_sentence_transformers(minilm) -> None:
+    """Plain MiniLM embeds each sentence alone, mean-pooled over all its tokens ([CLS]/[SEP]
     included), exactly as all-MiniLM-L6-v2 was trained to be used."""
     assert minilm.config.pooling == "sentence" and minilm.config.query_pooling == "mean"
     assert minilm.model_name == "all-MiniLM-L6-v2" and minilm.dim == 384 and not minilm.causal
@@ -204,7 +204,7 @@ def test_batched_equals_one_by_one(request, excerpt_articles, which: str) -> Non
         np.testing.assert_allclose(doc.embeddings, alone.embeddings, atol=1e-4)
 
 
-def test_default_model_finds_the_answer_sentence(minilm, excerpt_articles) -> None:
+def test_plain_minilm_finds_the_answer_sentence(minilm, excerpt_articles) -> None:
     """Real retrieval on the excerpt: the sentence holding the answer ranks high."""
     hits1 = hits5 = total = 0
     for art in excerpt_articles:
