@@ -100,3 +100,17 @@ def test_make_strategy_errors():
         make_strategy("middle")
     with pytest.raises(ValueError):
         Front(0)
+
+
+def test_model_strategy_follows_the_model_config():
+    from landmark_rag.encode import LandmarkConfig
+    from landmark_rag.expand import model_strategy
+    from landmark_rag.models import model_config
+
+    assert model_strategy(None) == Front(3)  # the paper's default when a model names none
+    assert model_strategy(LandmarkConfig(expansion="surround", expansion_params={"before": 2})) == Surround(2, 1)
+    with pytest.raises(ValueError, match="expansion"):
+        LandmarkConfig(expansion="sideways")  # type: ignore[arg-type]
+    # the shipped model lands on the answer sentence itself (in-context mean pooling), so it
+    # expands to both sides; docs/model_card.md has the measurements behind this choice
+    assert model_strategy(model_config("landmark-minilm")) == Surround(1, 1)

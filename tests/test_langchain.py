@@ -219,7 +219,9 @@ async def test_async_embeddings_match_sync(tiny_embeddings):
 
 # ---------------------------------------------------------------------------- retriever on SQuAD
 def test_retriever_returns_exactly_k_exact_non_overlapping_passages(squad: SquadCollection):
-    retriever = LandmarkRetriever(persist_directory=squad.persist_dir, collection_name=squad.collection_name, k=3)
+    retriever = LandmarkRetriever(
+        persist_directory=squad.persist_dir, collection_name=squad.collection_name, k=3, strategy="front"
+    )
     sources = {d.id: d.page_content for d in squad.documents}
     for question, *_ in squad.questions[:3]:
         for k in (1, 3, 7):
@@ -234,6 +236,13 @@ def test_retriever_returns_exactly_k_exact_non_overlapping_passages(squad: Squad
                 assert p.metadata["first_sentence"] >= min(hits) - 2
                 assert p.metadata["title"] == p.metadata["doc_id"]  # user metadata carried over
     assert len(retriever.invoke(squad.questions[0][0])) == 3  # constructor k
+    # without a strategy the retriever expands the way the model's config says
+    # (surround for the shipped landmark-minilm)
+    plain = LandmarkRetriever(persist_directory=squad.persist_dir, collection_name=squad.collection_name, k=3)
+    question = squad.questions[0][0]
+    as_model = [(d.metadata["first_sentence"], d.metadata["last_sentence"]) for d in plain.invoke(question)]
+    as_surround = [(d.metadata["first_sentence"], d.metadata["last_sentence"]) for d in plain.invoke(question, strategy="surround")]
+    assert as_model == as_surround
 
 
 def test_retriever_finds_the_answers(squad: SquadCollection):
@@ -265,7 +274,7 @@ def test_retriever_options_strategy_filter_and_order(squad: SquadCollection):
     adaptive = LandmarkRetriever(**base, k=2, strategy="adaptive", strategy_params={"max_tokens": 64}).invoke(q)
     assert len(adaptive) == 2
     assert_exact_passages(adaptive, sources)
-    front1 = LandmarkRetriever(**base, k=3, strategy_params={"k": 1}).invoke(q)
+    front1 = LandmarkRetriever(**base, k=3, strategy="front", strategy_params={"k": 1}).invoke(q)
     assert all(p.metadata["first_sentence"] == p.metadata["last_sentence"] for p in front1)
     title = "Jacksonville,_Florida"
     filtered = LandmarkRetriever(**base, k=3, where={"title": title}).invoke(q)
@@ -369,6 +378,7 @@ async def test_compressor_without_rescoring_keeps_the_input_order(squad: SquadCo
         persist_directory=squad.persist_dir,
         collection_name=squad.collection_name,
         rescore=False,
+        strategy="front",
         strategy_params={"k": 1},
     )
     passages = await compressor.acompress_documents(hits, q)
@@ -377,7 +387,7 @@ async def test_compressor_without_rescoring_keeps_the_input_order(squad: SquadCo
     assert passages[0].metadata["doc_id"] == first["doc_id"]
     assert str(first["sentence_index"]) in passages[0].metadata["hit_sentences"].split(",")
     rescored = BoundaryExpansionCompressor(
-        persist_directory=squad.persist_dir, collection_name=squad.collection_name, strategy_params={"k": 1}
+        persist_directory=squad.persist_dir, collection_name=squad.collection_name, strategy="front", strategy_params={"k": 1}
     ).compress_documents(hits, q)
     assert rescored[0].metadata["score"] == pytest.approx(
         store.similarity_search_with_relevance_scores(q, k=1)[0][1], abs=1e-4
@@ -483,7 +493,7 @@ def test_in_memory_retriever_returns_fewer_only_when_the_collection_runs_out(tin
     text = "Alpha one. Alpha two. Alpha three. Alpha four."
     docs = [Document(page_content=text, id="alpha")]
     retriever = LandmarkRetriever.from_documents(
-        docs, embeddings=tiny_embeddings, collection_name="memory-test", k=2, strategy_params={"k": 1}
+        docs, embeddings=tiny_embeddings, collection_name="memory-test", k=2, strategy="front", strategy_params={"k": 1}
     )
     assert retriever.persist_directory is None
     got = retriever.invoke("alpha", k=2)

@@ -16,7 +16,9 @@ from landmark_rag.cli._common import DeviceOption, console, err_console
 def demo_command(
     model: str | None = typer.Option(None, "--model", help="Model to demo (default: the package's)."),
     k: int = typer.Option(3, "-k", "--k", min=1, help="Passages per question."),
-    strategy: str = typer.Option("front", "--strategy", help="Expansion: front, surround or adaptive."),
+    strategy: str | None = typer.Option(
+        None, "--strategy", help="Expansion: front, surround or adaptive (default: what the model's config names)."
+    ),
     keep: Path | None = typer.Option(None, "--keep", file_okay=False, help="Keep the store in this folder."),
     device: str | None = DeviceOption,
 ) -> None:
@@ -48,11 +50,14 @@ def demo_command(
             f"({report.tokens_per_second:,.0f} tokens/s)\n",
             markup=False,
         )
+        from landmark_rag.expand import make_strategy, model_strategy
+
+        strat = make_strategy(strategy.lower()) if strategy else model_strategy(encoder)
         questions = sample_questions()
         vectors = encoder.encode_queries([q.question for q in questions])
         found = 0
         for q, vec in zip(questions, vectors, strict=True):
-            passages = search_passages(vec, store, k, strategy)
+            passages = search_passages(vec, store, k, strat, count_tokens=encoder.count_tokens)
             hits = passage_hits(store, passages)
             console.print(Text(f"? {q.question}", style="bold"))
             for rank, (p, hs) in enumerate(zip(passages, hits, strict=True), start=1):

@@ -28,7 +28,9 @@ def query_command(
     question: str | None = typer.Argument(None, help="The question (or use --questions FILE)."),
     db: str = DbOption,
     k: int = typer.Option(3, "-k", "--k", min=1, help="Number of passages."),
-    strategy: str = typer.Option("front", "--strategy", help="Expansion: front, surround or adaptive."),
+    strategy: str | None = typer.Option(
+        None, "--strategy", help="Expansion: front, surround or adaptive (default: what the model's config names)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON on stdout instead of text."),
     html_file: Path | None = typer.Option(None, "--html", dir_okay=False, help="Also write an HTML page here."),
     questions_file: Path | None = typer.Option(
@@ -47,10 +49,10 @@ def query_command(
     {"question", "passages"} objects. The model recorded in the store is used unless
     ``--model`` says otherwise (a different model is refused, exit code 3).
     """
+    from landmark_rag.expand import Adaptive, make_strategy, model_strategy
     from landmark_rag.retrieve import search_passages
 
-    strategy = strategy.lower()
-    if strategy not in STRATEGIES:
+    if strategy is not None and strategy.lower() not in STRATEGIES:
         raise typer.BadParameter(f"choose one of {', '.join(STRATEGIES)}", param_hint="--strategy")
     if (question is None) == (questions_file is None):
         raise typer.BadParameter("give either a QUESTION or --questions FILE", param_hint="QUESTION")
@@ -61,11 +63,13 @@ def query_command(
     store = open_existing_store(db, collection)
     encoder, _ = encoder_for(store, model, device=device)
     check_store(store, encoder)
+    strat = make_strategy(strategy.lower()) if strategy is not None else model_strategy(encoder)
+    strategy = type(strat).__name__.lower()
     vectors = encoder.encode_queries(questions, show_progress=len(questions) > 64)
-    count_tokens = encoder.count_tokens if strategy == "adaptive" else None
+    count_tokens = encoder.count_tokens if isinstance(strat, Adaptive) else None
     results = []
     for q, vec in zip(questions, vectors, strict=True):
-        passages = search_passages(vec, store, k, strategy, count_tokens=count_tokens)
+        passages = search_passages(vec, store, k, strat, count_tokens=count_tokens)
         results.append((q, vec, passages, _hits(store, passages)))
 
     if html_file is not None:

@@ -39,6 +39,11 @@ class LandmarkConfig:
         ``None`` detects it from the model config.
     base_model:
         for an adapter-only directory: the model (alias or path) the adapter applies to.
+    expansion / expansion_params:
+        the boundary expansion that suits this model's vectors, used wherever the caller
+        names none. ``front`` (the paper) assumes position-aware training made a hit the
+        end of its span; a model whose hit lands on the answer sentence itself (e.g. trained
+        with in-context mean pooling) is better served by ``surround``.
     """
 
     pooling: Pooling = "landmark"
@@ -53,6 +58,8 @@ class LandmarkConfig:
     causal: bool | None = None
     base_model: str | None = None
     model_name: str | None = None
+    expansion: Literal["front", "surround", "adaptive"] = "front"
+    expansion_params: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -60,6 +67,8 @@ class LandmarkConfig:
             raise ValueError(f"pooling must be 'landmark', 'mean' or 'sentence', not {self.pooling!r}")
         if self.query_pooling not in ("landmark", "mean"):
             raise ValueError(f"query_pooling must be 'landmark' or 'mean', not {self.query_pooling!r}")
+        if self.expansion not in ("front", "surround", "adaptive"):
+            raise ValueError(f"expansion must be 'front', 'surround' or 'adaptive', not {self.expansion!r}")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LandmarkConfig:

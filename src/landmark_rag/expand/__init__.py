@@ -1,7 +1,15 @@
 """Boundary expansion (step 5 of the pipeline): sentence hits -> exact passages."""
 
 from landmark_rag.expand.expand import InMemorySource, SentenceSource, expand_hits
-from landmark_rag.expand.strategies import Adaptive, Front, Strategy, Surround, approx_tokens, make_strategy
+from landmark_rag.expand.strategies import (
+    Adaptive,
+    Front,
+    Strategy,
+    Surround,
+    approx_tokens,
+    make_strategy,
+    model_strategy,
+)
 
 __all__ = [
     "Adaptive",
@@ -13,4 +21,5 @@ __all__ = [
     "approx_tokens",
     "expand_hits",
     "make_strategy",
+    "model_strategy",
 ]

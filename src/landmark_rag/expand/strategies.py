@@ -114,6 +114,19 @@ def make_strategy(name: StrategyName | Strategy = "front", **params: int | float
     return cls(**params)  # type: ignore[arg-type]
 
 
+def model_strategy(config: object | None, params: Mapping[str, int | float] | None = None) -> Strategy:
+    """The expansion a model's ``landmark_config.json`` asks for (``front`` when it says none).
+
+    Accepts a ``LandmarkConfig``, a ``LandmarkEncoder`` (its ``.config``) or ``None``.
+    ``params``, when given, replace the config's parameters of that strategy.
+    """
+    config = getattr(config, "config", config)
+    name = getattr(config, "expansion", None) or "front"
+    if not params:
+        params = getattr(config, "expansion_params", None) or {}
+    return make_strategy(name, **params)
+
+
 def approx_tokens(text: str) -> int:
     """Cheap token estimate (about four characters a token) when no tokenizer is given."""
     return max(1, (len(text) + 3) // 4)

@@ -20,7 +20,7 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from landmark_rag.expand import Adaptive, expand_hits, make_strategy
+from landmark_rag.expand import Adaptive, expand_hits, make_strategy, model_strategy
 from landmark_rag.langchain.convert import has_sentence_metadata, hit_from_document, passage_document
 from landmark_rag.langchain.embeddings import LandmarkEmbeddings, embeddings_for_identity
 from landmark_rag.store import DEFAULT_COLLECTION, ChromaSentenceStore, make_client
@@ -41,7 +41,8 @@ class BoundaryExpansionCompressor(BaseDocumentCompressor):
     - ``rescore``: score each hit as the cosine of the query and its stored vector (the
       retriever's own score is usually not passed along in ``Document``s). With ``False``,
       ``metadata["score"]`` is used when present, else the input order (1, 1/2, 1/3, ...).
-    - ``strategy`` / ``strategy_params``: ``front`` (default), ``surround`` or ``adaptive``.
+    - ``strategy`` / ``strategy_params``: ``front``, ``surround`` or ``adaptive``; ``None``
+      (default): the expansion the model's ``landmark_config.json`` names, as the retriever.
     - ``k``: at most this many passages (best-first hits that form them); ``None``: all.
     - ``order``: ``score`` (best first) or ``document`` (reading order).
     """
@@ -52,7 +53,7 @@ class BoundaryExpansionCompressor(BaseDocumentCompressor):
     persist_directory: str | None = None
     collection_name: str = DEFAULT_COLLECTION
     client: Any = Field(default=None, exclude=True)
-    strategy: Literal["front", "surround", "adaptive"] = "front"
+    strategy: Literal["front", "surround", "adaptive"] | None = None
     strategy_params: dict[str, int | float] = Field(default_factory=dict)
     rescore: bool = True
     k: int | None = Field(default=None, ge=1)
@@ -61,7 +62,8 @@ class BoundaryExpansionCompressor(BaseDocumentCompressor):
     _store: ChromaSentenceStore | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
-        make_strategy(self.strategy, **self.strategy_params)
+        if self.strategy is not None:
+            make_strategy(self.strategy, **self.strategy_params)
         if self.client is None:
             self.client = (
                 chromadb.EphemeralClient() if self.persist_directory is None else make_client(self.persist_directory)
@@ -87,9 +89,13 @@ class BoundaryExpansionCompressor(BaseDocumentCompressor):
         docs = self._located(documents)
         if not docs:
             return []
-        strat = make_strategy(self.strategy, **self.strategy_params)
-        need_query = self.rescore or isinstance(strat, Adaptive)
-        embeddings = self._embeddings() if need_query else None
+        if self.strategy is not None:
+            strat = make_strategy(self.strategy, **self.strategy_params)
+            need_query = self.rescore or isinstance(strat, Adaptive)
+            embeddings = self._embeddings() if need_query else None
+        else:  # the model's own expansion: its config comes with the model
+            embeddings = self._embeddings()
+            strat = model_strategy(embeddings.encoder, self.strategy_params)
         vector = embeddings.encoder.encode_query(query) if embeddings is not None else None
         hits = self._hits(docs, vector if self.rescore else None)
         passages = expand_hits(

@@ -29,7 +29,7 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr
 from tqdm.auto import tqdm
 
-from landmark_rag.expand import Adaptive, Strategy, make_strategy
+from landmark_rag.expand import Adaptive, Strategy, make_strategy, model_strategy
 from landmark_rag.langchain.convert import passage_document
 from landmark_rag.langchain.embeddings import LandmarkEmbeddings, embeddings_for_identity
 from landmark_rag.langchain.ids import resolve_doc_ids
@@ -60,7 +60,8 @@ class LandmarkRetriever(BaseRetriever):
     - ``k``: passages per query (also ``invoke(query, k=...)``).
     - ``strategy`` / ``strategy_params``: boundary expansion, ``front`` (hit and ``k-1``
       predecessors, the paper's default), ``surround`` or ``adaptive``; e.g.
-      ``strategy_params={"k": 2}`` for Front-2.
+      ``strategy_params={"k": 2}`` for Front-2. ``None`` (default): the expansion the
+      model's ``landmark_config.json`` names (``surround`` for the shipped model).
     - ``where``: a Chroma metadata filter applied to the sentence search.
     - ``order``: ``score`` (best first) or ``document`` (reading order).
     - ``skip_unchanged``: re-adding a document whose text and metadata are unchanged does
@@ -74,7 +75,7 @@ class LandmarkRetriever(BaseRetriever):
     collection_name: str = DEFAULT_COLLECTION
     client: Any = Field(default=None, exclude=True)
     k: int = Field(default=4, ge=1)
-    strategy: Literal["front", "surround", "adaptive"] = "front"
+    strategy: Literal["front", "surround", "adaptive"] | None = None
     strategy_params: dict[str, int | float] = Field(default_factory=dict)
     where: dict[str, Any] | None = None
     order: Literal["score", "document"] = "score"
@@ -85,7 +86,8 @@ class LandmarkRetriever(BaseRetriever):
     _identity_checked: bool = PrivateAttr(default=False)
 
     def model_post_init(self, context: Any, /) -> None:
-        make_strategy(self.strategy, **self.strategy_params)  # fail at construction on bad parameters
+        if self.strategy is not None:  # fail at construction on bad parameters
+            make_strategy(self.strategy, **self.strategy_params)
         if self.client is None:
             self.client = (
                 chromadb.EphemeralClient() if self.persist_directory is None else make_client(self.persist_directory)
@@ -214,11 +216,13 @@ class LandmarkRetriever(BaseRetriever):
         if unknown:
             raise TypeError(f"unexpected retriever options {sorted(unknown)}; known: k, where (or filter), strategy")
         k = self.k if k is None else int(k)
-        strat = make_strategy(
-            strategy if strategy is not None else self.strategy,
-            **({} if strategy is not None else self.strategy_params),
-        )
         embeddings = self._embeddings(writing=False)
+        if strategy is not None:
+            strat = make_strategy(strategy)
+        elif self.strategy is not None:
+            strat = make_strategy(self.strategy, **self.strategy_params)
+        else:  # what the model's config names
+            strat = model_strategy(embeddings.encoder, self.strategy_params)
         vector = embeddings.encoder.encode_query(query)
         passages = search_passages(
             vector,

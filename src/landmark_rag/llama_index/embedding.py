@@ -30,12 +30,13 @@ from llama_index.core.schema import BaseNode, MetadataMode
 
 from landmark_rag.encode import LandmarkEncoder
 from landmark_rag.llama_index.convert import is_sentence_node, node_doc_id, node_text, node_to_sentence
+from landmark_rag.models import default_model_name
 from landmark_rag.types import Sentence
 
 logger = logging.getLogger(__name__)
 dispatcher = get_dispatcher(__name__)
 
-_DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_DEFAULT_MODEL = default_model_name()  # the package default: the trained landmark-minilm
 
 
 class LandmarkEmbedding(BaseEmbedding):

@@ -22,7 +22,16 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from landmark_rag.expand import Adaptive, Front, SentenceSource, Strategy, Surround, expand_hits, make_strategy
+from landmark_rag.expand import (
+    Adaptive,
+    Front,
+    SentenceSource,
+    Strategy,
+    Surround,
+    expand_hits,
+    make_strategy,
+    model_strategy,
+)
 from landmark_rag.llama_index.convert import is_sentence_node, node_doc_id, node_to_hit, passage_to_node
 from landmark_rag.llama_index.sources import sentence_source
 from landmark_rag.store.schema import INDEX
@@ -38,7 +47,9 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
     (sentence nodes by id; vectors for the adaptive strategy from the node or from
     ``vector_store.get(id)``).
 
-    - ``strategy``: ``"front"`` (the hit and ``k - 1`` predecessors, ``k=3``),
+    - ``strategy``: left out, the expansion the model's ``landmark_config.json`` names
+      (``embed_model``'s model, else the package default: ``surround`` for the shipped
+      landmark-minilm); or ``"front"`` (the hit and ``k - 1`` predecessors, ``k=3``),
       ``"surround"`` (``before``/``after``) or ``"adaptive"`` (grows while neighbours stay
       relevant to the query, within ``max_tokens``); parameters in ``strategy_params``, or
       pass a ready ``Front``/``Surround``/``Adaptive`` object as ``strategy``.
@@ -51,7 +62,7 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
     the ``QueryBundle`` (the retriever sets it) or computed with ``embed_model``.
     """
 
-    strategy: Literal["front", "surround", "adaptive"] = Field(default="front")
+    strategy: Literal["front", "surround", "adaptive"] = Field(default="front")  # resolved in __init__
     strategy_params: dict[str, int | float] = Field(default_factory=dict)
     order: Literal["score", "document"] = Field(default="score")
     top_n: int | None = Field(default=None, gt=0)
@@ -68,12 +79,14 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
         *,
         vector_store: Any = None,
         docstore: Any = None,
-        strategy: str | Strategy = "front",
+        strategy: str | Strategy | None = None,
         strategy_params: dict[str, int | float] | None = None,
         count_tokens: Callable[[str], int] | None = None,
         source: SentenceSource | None = None,
         **kwargs: Any,
     ) -> None:
+        if strategy is None:  # what the model's landmark_config.json names
+            strategy = model_strategy(_model_config(kwargs.get("embed_model")))
         if isinstance(strategy, Front | Surround | Adaptive):  # a ready strategy object
             strategy_params = {**asdict(strategy), **(strategy_params or {})}
             strategy = type(strategy).__name__.lower()
@@ -181,6 +194,20 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
         # Settings.embed_model would resolve (and try to build) LlamaIndex's default model;
         # only use one that was set on purpose.
         return getattr(Settings, "_embed_model", None)
+
+
+def _model_config(embed_model: Any) -> Any:
+    """Config of the model behind ``embed_model`` (or the package default), weights unloaded."""
+    from landmark_rag.models import model_config
+
+    encoder = getattr(embed_model, "_encoder", None)
+    if encoder is not None:
+        return encoder.config
+    name = getattr(embed_model, "model_name", None) if embed_model is not None else None
+    try:
+        return model_config(name)
+    except OSError:  # not a landmark model we can read: the paper's default
+        return None
 
 
 def _unit(vec: Any) -> np.ndarray:

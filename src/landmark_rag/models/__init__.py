@@ -38,6 +38,11 @@ def default_model() -> str:
     return str(path) if path is not None else BASE_MODEL
 
 
+def default_model_name() -> str:
+    """The default model's name (``landmark-minilm``, or the base model if it is missing)."""
+    return DEFAULT_MODEL if packaged_model(DEFAULT_MODEL) is not None else BASE_MODEL
+
+
 def plain_model_config(source: ModelSource) -> LandmarkConfig:
     """Config for a model directory without ``landmark_config.json``.
 
@@ -57,4 +62,17 @@ def plain_model_config(source: ModelSource) -> LandmarkConfig:
             causal = False
     if causal:
         return LandmarkConfig(pooling="landmark", query_pooling="landmark", causal=True)
-    return LandmarkConfig(pooling="sentence", query_pooling="mean", causal=False)
+    # a context-free hit is the most relevant sentence itself, not the end of a span:
+    # one sentence either side covers more answers than Front-3 at the same cost
+    # (docs/benchmarks.md, "Boundary expansion strategies")
+    return LandmarkConfig(pooling="sentence", query_pooling="mean", causal=False, expansion="surround")
+
+
+def model_config(model: str | None = None) -> LandmarkConfig | None:
+    """A model's ``landmark_config.json`` without loading its weights (``None`` if it has none)."""
+    from landmark_rag.encode.loading import resolve
+
+    source = resolve(model if model is not None else default_model())
+    if source.gguf_file:
+        return None
+    return LandmarkConfig.load(source.path)

@@ -9,15 +9,16 @@ assembly (text already shown is not paid for twice), so no merging is needed her
 from __future__ import annotations
 
 from landmark_rag.evaluation.corpus import Corpus
-from landmark_rag.expand import Strategy, Surround, make_strategy
-
-#: The package's default expansion (what ``search_passages`` uses): Front-k, k=3.
-DEFAULT_STRATEGY: Strategy = make_strategy("front")
+from landmark_rag.expand import Strategy, Surround
 
 
 def strategy_passage(corpus: Corpus, hit: int, strategy: Strategy) -> tuple[int, int, int]:
     """``(doc, start, end)`` of the sentences ``strategy`` picks around global sentence
-    ``hit``, clipped to the hit's document."""
+    ``hit``, clipped to the hit's document.
+
+    Query-dependent ``Adaptive`` expansion is not modelled here: it would be measured by
+    its widest candidate range, so the harness's systems use Front/Surround only.
+    """
     doc = int(corpus.sent_doc[hit])
     local = hit - int(corpus.doc_first[doc])
     cand = strategy.candidates(local)
@@ -25,11 +26,6 @@ def strategy_passage(corpus: Corpus, hit: int, strategy: Strategy) -> tuple[int,
     lo, hi = max(0, cand.start), min(n - 1, cand.stop - 1)
     first = int(corpus.doc_first[doc]) + lo
     return corpus.sentence_span(first, int(corpus.doc_first[doc]) + hi)
-
-
-def front_passage(corpus: Corpus, hit: int) -> tuple[int, int, int]:
-    """The package's default expansion of a hit."""
-    return strategy_passage(corpus, hit, DEFAULT_STRATEGY)
 
 
 def surround_passage(corpus: Corpus, hit: int, before: int, after: int) -> tuple[int, int, int]:

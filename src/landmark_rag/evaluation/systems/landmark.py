@@ -1,10 +1,9 @@
 """``landmark``: the package's own pipeline, as a user gets it.
 
 The model is ``LandmarkEncoder.from_pretrained(model)`` with whatever configuration it
-ships (a trained landmark model pools at the LMK after each sentence, in context); hits
-are expanded with the package's default expansion (``landmark_rag.expand``: Front-k,
-k=3, the hit and the two sentences before it): position-aware training makes a hit the
-*end* of the useful span, so the passage reaches back.
+ships, and hits are expanded the way the package expands them for that model: the
+expansion its ``landmark_config.json`` names (``landmark_rag.expand.model_strategy``;
+Front-3, the paper's default, when it names none).
 """
 
 from __future__ import annotations
@@ -12,17 +11,20 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from landmark_rag.evaluation.systems.base import DenseSystem, Workspace
-from landmark_rag.evaluation.systems.expansion import front_passage
+from landmark_rag.evaluation.systems.expansion import strategy_passage
+from landmark_rag.expand import model_strategy
 
 
 class LandmarkSystem(DenseSystem):
     name: ClassVar[str] = "landmark"
-    description: ClassVar[str] = "the package's model and pooling, Front-3 expansion"
+    description: ClassVar[str] = "the package's model, pooling and expansion"
     sentence_units: ClassVar[bool] = True
 
     def make_encoder(self, workspace: Workspace) -> Any:
-        return workspace.landmark_encoder()
+        encoder = workspace.landmark_encoder()
+        self.strategy = model_strategy(encoder)
+        return encoder
 
     def passage(self, unit: int) -> tuple[int, int, int]:
         assert self.corpus is not None
-        return front_passage(self.corpus, unit)
+        return strategy_passage(self.corpus, unit, self.strategy)
