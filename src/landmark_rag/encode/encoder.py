@@ -288,10 +288,7 @@ class LandmarkEncoder:
         prefix = np.asarray(self._prefix, dtype=np.int64)
         suffix = np.asarray(self._suffix, dtype=np.int64)
         if self.config.pooling == "sentence":
-            return [
-                _Job(np.concatenate([prefix, t, suffix]), d, np.array([i]), np.array([0]), np.array([len(t) + len(prefix) + len(suffix)]))
-                for i, t in enumerate(toks)
-            ]
+            return self._standalone_jobs(toks, d)
         landmark = self.config.pooling == "landmark"
         lmk = np.asarray([self.lmk_id], dtype=np.int64)
         lengths = [len(t) + (1 if landmark else 0) for t in toks]
@@ -382,6 +379,15 @@ class LandmarkEncoder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        jobs = self._query_jobs(texts)
+        landmark = self.config.query_pooling == "landmark"
+        out = [np.zeros((len(texts), self.dim), dtype=np.float32)]
+        self._run_jobs(jobs, batch_size, out, "landmark" if landmark else "mean", show_progress)
+        return _normalise(out[0])
+
+    def _query_jobs(self, texts: Sequence[str]) -> list[_Job]:
+        """Encoder inputs for queries: ``[instruction] query [LMK]`` pooled at the LMK, or the
+        whole query mean-pooled (training builds its query batches from these too)."""
         instr = self.config.query_instruction
         ids = self.tokenizer([instr + t for t in texts], add_special_tokens=False)["input_ids"]
         landmark = self.config.query_pooling == "landmark"
@@ -398,9 +404,17 @@ class LandmarkEncoder:
             else:
                 seq = np.concatenate([prefix, t, suffix])
                 jobs.append(_Job(seq, 0, np.array([q]), np.array([0]), np.array([len(seq)])))
-        out = [np.zeros((len(texts), self.dim), dtype=np.float32)]
-        self._run_jobs(jobs, batch_size, out, "landmark" if landmark else "mean", show_progress)
-        return _normalise(out[0])
+        return jobs
+
+    def _standalone_jobs(self, toks: list[np.ndarray], d: int = 0) -> list[_Job]:
+        """Each unit alone, mean-pooled over ``[CLS] unit [SEP]`` (pooling="sentence")."""
+        prefix = np.asarray(self._prefix, dtype=np.int64)
+        suffix = np.asarray(self._suffix, dtype=np.int64)
+        return [
+            _Job(np.concatenate([prefix, t, suffix]), d, np.array([i]), np.array([0]),
+                 np.array([len(prefix) + len(t) + len(suffix)]))
+            for i, t in enumerate(toks)
+        ]
 
     def encode_texts(self, texts: Sequence[str], *, batch_size: int = 16, show_progress: bool = False) -> np.ndarray:
         """Embed standalone texts (no surrounding document), one vector per text.

@@ -35,36 +35,13 @@ def document_jobs(encoder: LandmarkEncoder, toks: list[np.ndarray], doc: int = 0
 
 
 def query_jobs(encoder: LandmarkEncoder, queries: Sequence[str]) -> list[_Job]:
-    """Encoder inputs for queries, mirroring ``encode_queries``."""
-    ids = encoder.tokenizer([encoder.config.query_instruction + q for q in queries], add_special_tokens=False)[
-        "input_ids"
-    ]
-    landmark = encoder.config.query_pooling == "landmark"
-    cap = encoder.budget - (1 if landmark else 0)
-    prefix = np.asarray(encoder._prefix, dtype=np.int64)
-    suffix = np.asarray(encoder._suffix, dtype=np.int64)
-    jobs = []
-    for q, x in enumerate(ids):
-        t = np.asarray(x[:cap], dtype=np.int64)
-        if landmark:
-            seq = np.concatenate([prefix, t, [encoder.lmk_id], suffix])
-            end = len(prefix) + len(t) + 1
-            jobs.append(_Job(seq, 0, np.array([q]), np.array([end - 1]), np.array([end])))
-        else:
-            seq = np.concatenate([prefix, t, suffix])
-            jobs.append(_Job(seq, 0, np.array([q]), np.array([0]), np.array([len(seq)])))
-    return jobs
+    """Encoder inputs for queries, exactly as ``encode_queries`` builds them."""
+    return encoder._query_jobs(queries)
 
 
 def standalone_jobs(encoder: LandmarkEncoder, toks: list[np.ndarray]) -> list[_Job]:
     """Each unit alone, mean-pooled over ``[CLS] unit [SEP]`` (pooling="sentence")."""
-    prefix = np.asarray(encoder._prefix, dtype=np.int64)
-    suffix = np.asarray(encoder._suffix, dtype=np.int64)
-    return [
-        _Job(np.concatenate([prefix, t, suffix]), 0, np.array([i]), np.array([0]),
-             np.array([len(prefix) + len(t) + len(suffix)]))
-        for i, t in enumerate(toks)
-    ]
+    return encoder._standalone_jobs(toks)
 
 
 def pool_jobs(
