@@ -82,6 +82,14 @@ class Workspace:
             return enc
         return type(enc)(enc.model, enc.tokenizer, replace(enc.config, **overrides), device=enc.device)
 
+    def standalone_encoder(self) -> Any:
+        """The base model as people use it today: each unit embedded alone, mean-pooled.
+
+        Shared by every context-free baseline (sentence, sentence-window, chunks), so they
+        encode the same way and identical units are encoded once.
+        """
+        return self.base_encoder(pooling="sentence", query_pooling="mean")
+
     @staticmethod
     def _identity(encoder: Any) -> tuple:
         cfg = encoder.config

@@ -22,7 +22,7 @@ class Chunk200System(ChunkUnitsMixin, DenseSystem):
     unit_kind: ClassVar[str] = "chunk200"
 
     def make_encoder(self, workspace: Workspace) -> Any:
-        return workspace.base_encoder(pooling="sentence", query_pooling="mean")
+        return workspace.standalone_encoder()
 
     def units(self, corpus: Corpus) -> list[list[Sentence]]:
         return [word_chunks(t, WORDS, d) for t, d in zip(corpus.texts, corpus.doc_ids, strict=True)]

@@ -23,7 +23,7 @@ class Chunk256System(ChunkUnitsMixin, DenseSystem):
     unit_kind: ClassVar[str] = "chunk256"
 
     def make_encoder(self, workspace: Workspace) -> Any:
-        return workspace.base_encoder(pooling="sentence", query_pooling="mean")
+        return workspace.standalone_encoder()
 
     def units(self, corpus: Corpus) -> list[list[Sentence]]:
         return [

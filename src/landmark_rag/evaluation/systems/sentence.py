@@ -19,4 +19,4 @@ class SentenceSystem(SentenceWindowMixin, DenseSystem):
     after: ClassVar[int] = 1
 
     def make_encoder(self, workspace: Workspace) -> Any:
-        return workspace.base_encoder(pooling="sentence", query_pooling="mean")
+        return workspace.standalone_encoder()

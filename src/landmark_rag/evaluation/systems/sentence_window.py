@@ -23,4 +23,4 @@ class SentenceWindowSystem(SentenceWindowMixin, DenseSystem):
     after: ClassVar[int] = WINDOW
 
     def make_encoder(self, workspace: Workspace) -> Any:
-        return workspace.base_encoder(pooling="sentence", query_pooling="mean")
+        return workspace.standalone_encoder()
