@@ -231,6 +231,15 @@ class LandmarkEncoder:
         t0, tokens_done = time.perf_counter(), 0
         group: list[tuple[str, str | None, list[Sentence], list[np.ndarray]]] = []
         group_tokens = 0
+
+        def flush() -> None:
+            nonlocal group, group_tokens, tokens_done
+            results.extend(self._encode_group(group, batch_size))
+            tokens_done += group_tokens
+            bar.update(len(group))
+            bar.set_postfix(tokens_per_s=f"{tokens_done / max(time.perf_counter() - t0, 1e-9):,.0f}")
+            group, group_tokens = [], 0
+
         for text, doc_id, sents in zip(texts, doc_ids, given, strict=True):
             if not isinstance(text, str):
                 raise TypeError(f"document texts must be str, got {type(text).__name__}")
@@ -244,16 +253,9 @@ class LandmarkEncoder:
             group.append((text, doc_id, sent_list, toks))
             group_tokens += sum(len(t) for t in toks)
             if group_tokens >= _GROUP_TOKENS:
-                results.extend(self._encode_group(group, batch_size))
-                tokens_done += group_tokens
-                bar.update(len(group))
-                bar.set_postfix(tokens_per_s=f"{tokens_done / (time.perf_counter() - t0):,.0f}")
-                group, group_tokens = [], 0
+                flush()
         if group:
-            results.extend(self._encode_group(group, batch_size))
-            tokens_done += group_tokens
-            bar.update(len(group))
-            bar.set_postfix(tokens_per_s=f"{tokens_done / max(time.perf_counter() - t0, 1e-9):,.0f}")
+            flush()
         bar.close()
         return results
 
