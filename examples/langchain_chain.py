@@ -36,7 +36,7 @@ from langchain_core.runnables import RunnablePassthrough
 
 from landmark_rag.langchain import LandmarkRetriever
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+DATA = Path(__file__).resolve().parent.parent / "data" / "squad-v1.1-dev-part-a.json"
 #: Three of the shortest articles of the file, so the example runs in seconds on a laptop.
 TITLES = ["Construction", "Victoria_(Australia)", "Jacksonville,_Florida"]
 COLLECTION = "squad-articles"

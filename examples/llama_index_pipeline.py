@@ -3,7 +3,7 @@
 Imports only llama-index-core, llama-index-vector-stores-chroma, chromadb and
 ``landmark_rag.llama_index``. Run:
 
-    python examples/llama_index_pipeline.py [--data ../shared/data/squad-v1.1-dev-part-a.json]
+    python examples/llama_index_pipeline.py [--data data/squad-v1.1-dev-part-a.json]
         [--articles 2] [--paragraphs 4] [--db ./landmark_llama_db]
 
 1. ``IngestionPipeline`` writing sentence nodes with in-context vectors into Chroma;
@@ -33,7 +33,7 @@ from landmark_rag.llama_index import (
     ReplaceDocuments,
 )
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+DEFAULT_DATA = Path(__file__).resolve().parents[1] / "data" / "squad-v1.1-dev-part-a.json"
 
 
 def load_documents(path: Path, articles: int, paragraphs: int | None) -> tuple[list[Document], list[str]]:

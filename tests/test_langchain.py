@@ -1,6 +1,6 @@
 """LangChain adapters: behaviour on real models, real Chroma and real SQuAD articles.
 
-The expensive part, ingesting three articles of ../shared/data with the default model, is
+The expensive part, ingesting three articles of data/squad-v1.1-dev-part-a.json with the default model, is
 done once per session (:func:`squad_collection`) and shared with the standard suites in
 ``test_langchain_standard.py`` and with the example script, which finds the articles
 already stored and skips re-encoding them.
@@ -78,8 +78,6 @@ def ingested_squad() -> SquadCollection:
 
 @pytest.fixture(scope="session")
 def squad() -> SquadCollection:
-    if not SHARED_SQUAD.is_file():
-        pytest.skip(f"{SHARED_SQUAD} is not present")
     return ingested_squad()
 
 
@@ -551,8 +549,6 @@ def test_example_script_on_the_session_collection(squad: SquadCollection):
 
 @pytest.mark.slow
 def test_example_script_from_scratch(tmp_path):
-    if not SHARED_SQUAD.is_file():
-        pytest.skip(f"{SHARED_SQUAD} is not present")
     result = _run_example("--persist-dir", str(tmp_path / "db"))
     assert "(0 articles were already there)" in result["stdout"]
     docs, _ = example_module().load_documents(SHARED_SQUAD)

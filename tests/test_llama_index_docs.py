@@ -65,7 +65,6 @@ def test_example_imports_only_the_public_surface():
     assert not bad, bad
 
 
-@pytest.mark.skipif(not SHARED_SQUAD.is_file(), reason="../shared/data is not present")
 def test_example_script_runs(tmp_path, monkeypatch, capsys, restore_settings):
     argv = [str(EXAMPLE), "--data", str(SHARED_SQUAD), "--articles", "2", "--paragraphs", "2", "--db", str(tmp_path)]
     monkeypatch.setattr(sys, "argv", argv)
