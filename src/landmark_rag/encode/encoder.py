@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -476,7 +477,11 @@ def _apply_adapter(model: Any, tokenizer: Any, adapter_dir: str) -> Any:
         from landmark_rag.models.lora import merge_lora
 
         return merge_lora(model, adapter_dir)
-    return PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()
+    with warnings.catch_warnings():
+        # peft reads transformers' deprecated `is_gradient_checkpointing` property, which warns
+        # (FutureWarning) on every load of the default model; the notice is for peft, not for users.
+        warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing", category=FutureWarning)
+        return PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()
 
 
 def _check_sentences(text: str, sentences: Iterable[Sentence]) -> None:
