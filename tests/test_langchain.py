@@ -503,7 +503,7 @@ def test_in_memory_retriever_returns_fewer_only_when_the_collection_runs_out(tin
 
 
 # ---------------------------------------------------------------------------- example and docs
-ALLOWED_EXAMPLE_IMPORTS = {"chromadb", "langchain_core", "langchain_chroma", "landmark_rag.langchain"}
+ALLOWED_EXAMPLE_IMPORTS = {"chromadb", "langchain_core", "langchain_chroma", "langchain_landmark"}
 
 
 def test_example_imports_only_the_allowed_packages():
@@ -553,6 +553,17 @@ def test_example_script_from_scratch(tmp_path):
     assert "(0 articles were already there)" in result["stdout"]
     docs, _ = example_module().load_documents(SHARED_SQUAD)
     _check_example_result(result, {d.id: d.page_content for d in docs})
+
+
+def test_langchain_landmark_is_the_partner_package_path():
+    """``langchain_landmark`` (where LangChain users look) re-exports the adapters, not copies."""
+    import langchain_landmark
+
+    import landmark_rag.langchain as adapters
+
+    assert set(langchain_landmark.__all__) == set(adapters.__all__)
+    for name in adapters.__all__:
+        assert getattr(langchain_landmark, name) is getattr(adapters, name)
 
 
 def test_docs_page_examples_run(tmp_path, monkeypatch, capsys):
