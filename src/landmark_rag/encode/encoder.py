@@ -16,6 +16,7 @@ import torch
 from tqdm.auto import tqdm
 
 from landmark_rag.encode.config import LandmarkConfig
+from landmark_rag.progress import bar_options
 from landmark_rag.encode.loading import (
     ModelSource,
     is_causal,
@@ -208,7 +209,7 @@ class LandmarkEncoder:
         doc_ids: Sequence[str | None] | None = None,
         *,
         batch_size: int = 16,
-        show_progress: bool = False,
+        show_progress: bool | None = False,
         sentences: Sequence[Sequence[Sentence] | None] | None = None,
         segmenter: Segmenter | None = None,
     ) -> list[EncodedDocument]:
@@ -218,7 +219,8 @@ class LandmarkEncoder:
         of a framework that already split the text; they are used as they are, one vector
         each. ``batch_size`` counts encoder windows. Empty or whitespace-only documents give
         empty results. Documents are processed in groups of about 131k tokens so memory stays
-        bounded however many or however long the documents are.
+        bounded however many or however long the documents are. ``show_progress=None`` shows
+        the bar only once the call has run a few seconds (``landmark_rag.progress``).
         """
         if isinstance(texts, str):
             raise TypeError("encode_documents takes a list of texts; use encode_document for one")
@@ -228,7 +230,7 @@ class LandmarkEncoder:
         if len(doc_ids) != n or len(given) != n:
             raise ValueError("texts, doc_ids and sentences must have the same length")
         results: list[EncodedDocument] = []
-        bar = tqdm(total=n, desc="encoding", unit="doc", disable=not show_progress)
+        bar = tqdm(total=n, desc="encoding", unit="doc", **bar_options(show_progress))
         t0, tokens_done = time.perf_counter(), 0
         group: list[tuple[str, str | None, list[Sentence], list[np.ndarray]]] = []
         group_tokens = 0
@@ -237,8 +239,9 @@ class LandmarkEncoder:
             nonlocal group, group_tokens, tokens_done
             results.extend(self._encode_group(group, batch_size))
             tokens_done += group_tokens
+            # postfix first without a redraw: the update draws it, and only once the bar is due
+            bar.set_postfix(tokens_per_s=f"{tokens_done / max(time.perf_counter() - t0, 1e-9):,.0f}", refresh=False)
             bar.update(len(group))
-            bar.set_postfix(tokens_per_s=f"{tokens_done / max(time.perf_counter() - t0, 1e-9):,.0f}")
             group, group_tokens = [], 0
 
         for text, doc_id, sents in zip(texts, doc_ids, given, strict=True):

@@ -33,6 +33,7 @@ from landmark_rag.expand import Adaptive, Strategy, make_strategy, model_strateg
 from landmark_rag.langchain.convert import passage_document
 from landmark_rag.langchain.embeddings import LandmarkEmbeddings, embeddings_for_identity
 from landmark_rag.langchain.ids import resolve_doc_ids
+from landmark_rag.progress import bar_options
 from landmark_rag.retrieve import search_passages
 from landmark_rag.store import DEFAULT_COLLECTION, ChromaSentenceStore, content_hash, flat_metadata, make_client
 from landmark_rag.store.schema import DOC_HASH
@@ -80,7 +81,7 @@ class LandmarkRetriever(BaseRetriever):
     where: dict[str, Any] | None = None
     order: Literal["score", "document"] = "score"
     skip_unchanged: bool = True
-    show_progress: bool = False
+    show_progress: bool | None = None  # None: a bar once an ingest has run a few seconds
 
     _store: ChromaSentenceStore | None = PrivateAttr(default=None)
     _identity_checked: bool = PrivateAttr(default=False)
@@ -174,7 +175,7 @@ class LandmarkRetriever(BaseRetriever):
                 continue
             todo[doc_id] = doc
         items = list(todo.items())
-        bar = tqdm(total=len(items), desc="ingesting", unit="doc", disable=not self.show_progress)
+        bar = tqdm(total=len(items), desc="ingesting", unit="doc", **bar_options(self.show_progress))
         for i in range(0, len(items), _INGEST_BATCH):
             batch = items[i : i + _INGEST_BATCH]
             encoded = embeddings.embed_documents_in_context([d for _, d in batch], [doc_id for doc_id, _ in batch])
