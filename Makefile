@@ -32,10 +32,10 @@ demo: $(STAMP)
 	$(BIN)/landmark-rag demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -rs
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -q -m slow
+	$(BIN)/python -m pytest -q -rs -m slow
 
 clean-venv:
 	rm -rf $(VENV)
