@@ -265,7 +265,7 @@ def stage_scheduler(
     starts: step ``k`` then runs at ``lr * (k + 1) / warmup`` while warming up (the first
     step already learns), peaks for one step, and decays as ``lr * (steps - k) /
     (steps - warmup)`` - the schedule the shipped models were trained with, to the bit in
-    float32 (tests/test_train_loss.py checks it step by step).
+    float32 (tests/train/test_train_loss.py checks it step by step).
     """
     from transformers import get_wsd_schedule
 
