@@ -14,7 +14,7 @@ import random
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -105,8 +105,12 @@ class Trainer:
 
     # ------------------------------------------------------------------ data
     def builder(self, stage: StageConfig) -> Iterator[Batch]:
-        """The endless batch stream of ``stage`` (its kind looked up in :data:`STAGE_BUILDERS`)."""
-        return STAGE_BUILDERS[stage.kind](self, stage)
+        """The endless batch stream of ``stage`` (its kind looked up in :data:`STAGE_KINDS`)."""
+        kind = STAGE_KINDS[stage.kind]
+        kwargs = {name: getattr(stage, name) for name in kind.stage_fields}
+        if kind.context is not None:
+            kwargs.update(kind.context(self))
+        return kind.builder(self.train_articles, **kwargs).batches(self.rng)
 
     # ------------------------------------------------------------------ loss
     def _teacher_vectors(self, units: list[str]) -> torch.Tensor:
@@ -286,48 +290,38 @@ def stage_scheduler(
     return schedule
 
 
-def _pairwise(trainer: Trainer, stage: StageConfig) -> Iterator[Batch]:
-    return PairwiseBuilder(
-        trainer.train_articles,
-        examples_per_batch=stage.examples_per_batch,
-        queries_per_example=stage.queries_per_example,
-        hard_negatives=stage.hard_negatives,
-    ).batches(trainer.rng)
-
-
-def _pseudo(trainer: Trainer, stage: StageConfig) -> Iterator[Batch]:
-    return PseudoDocBuilder(
-        trainer.train_articles,
-        passages_per_document=stage.passages_per_document,
-        examples_per_batch=stage.examples_per_batch,
-        queries_per_example=stage.queries_per_example,
-    ).batches(trainer.rng)
-
-
-def _longdoc(trainer: Trainer, stage: StageConfig) -> Iterator[Batch]:
+def _longdoc_context(trainer: Trainer) -> dict[str, Any]:
+    """What windows of real articles need beyond the stage's own fields: token counts of
+    every sentence (tokenised as inference does) and the window size."""
     enc = trainer.encoder
-    lengths = [
-        [len(t) for t in tokenize_units(enc, [s.text for s in a.sentences], [s.space_before for s in a.sentences])]
-        for a in trainer.train_articles
-    ]
     window = int(trainer.config.window_tokens or enc.budget)
-    return LongDocBuilder(
-        trainer.train_articles,
-        lengths,
-        min(window, enc.budget),
-        examples_per_batch=stage.examples_per_batch,
-        queries_per_example=stage.queries_per_example,
-        span_context=trainer.config.span_context,
-        landmark_tokens=1 if enc.config.pooling == "landmark" else 0,
-    ).batches(trainer.rng)
+    return {
+        "unit_tokens": [
+            [len(t) for t in tokenize_units(enc, [s.text for s in a.sentences], [s.space_before for s in a.sentences])]
+            for a in trainer.train_articles
+        ],
+        "window_tokens": min(window, enc.budget),
+        "span_context": trainer.config.span_context,
+        "landmark_tokens": 1 if enc.config.pooling == "landmark" else 0,
+    }
 
 
-#: Stage kind -> the builder of its batch stream (pairwise passages, pseudo long documents
-#: of shuffled passages, windows of real articles). A new kind is one function and one row.
-STAGE_BUILDERS: dict[str, Callable[[Trainer, StageConfig], Iterator[Batch]]] = {
-    "pairwise": _pairwise,
-    "pseudo": _pseudo,
-    "longdoc": _longdoc,
+@dataclass(frozen=True)
+class StageKind:
+    """How a stage kind builds its batches: the builder class, the stage fields it takes,
+    and (optionally) what it needs from the trainer."""
+
+    builder: type
+    stage_fields: tuple[str, ...]
+    context: Callable[[Trainer], dict[str, Any]] | None = None
+
+
+#: Stage kind -> its batch builder (pairwise passages, pseudo long documents of shuffled
+#: passages, windows of real articles). A new kind is one row here (and a data module).
+STAGE_KINDS: dict[str, StageKind] = {
+    "pairwise": StageKind(PairwiseBuilder, ("examples_per_batch", "queries_per_example", "hard_negatives")),
+    "pseudo": StageKind(PseudoDocBuilder, ("passages_per_document", "examples_per_batch", "queries_per_example")),
+    "longdoc": StageKind(LongDocBuilder, ("examples_per_batch", "queries_per_example"), _longdoc_context),
 }
 
 

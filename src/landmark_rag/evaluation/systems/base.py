@@ -224,6 +224,10 @@ class ChunkUnitsMixin:
 
     _spans: np.ndarray  # int64 [n_units, 3]: doc, start, end
 
+    def make_encoder(self, workspace: Workspace) -> Any:
+        """Chunks are embedded alone, as chunking pipelines embed them."""
+        return workspace.standalone_encoder()
+
     def _after_build(self, units: list[list[Sentence]]) -> None:
         self._spans = np.asarray([(d, u.start, u.end) for d, us in enumerate(units) for u in us], dtype=np.int64)
 
