@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from langchain_tests.integration_tests import EmbeddingsIntegrationTests, RetrieversIntegrationTests
 from langchain_tests.unit_tests import EmbeddingsUnitTests
-from test_langchain import ingested_squad
+from tests.langchain.test_langchain import ingested_squad
 
 from landmark_rag.langchain import LandmarkEmbeddings, LandmarkRetriever
 
