@@ -182,6 +182,7 @@ def test_change_reindex_and_query(corpus: Path, tmp_path: Path) -> None:
     # nothing changed: nothing is encoded again
     out = cli("index", docs, "--db", db, "-q").stdout
     assert "0 new, 0 updated" in out
+    assert "nothing to encode" in out and "tok/s" not in out  # no "0 tok/s" for a run that encoded nothing
     # a deleted file is removed with --prune
     (docs / "prime_number.md").unlink()
     cli("index", docs, "--db", db, "-q", "--prune")
@@ -358,3 +359,16 @@ def test_console_script_query(indexed: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     (row,) = json.loads(proc.stdout)
     assert row["doc_id"] == doc_id and answer in row["text"]
+
+
+@pytest.mark.parametrize("command", [[], ["index"], ["query"], ["info"], ["demo"], ["eval"], ["train"]])
+def test_help_uses_plain_value_labels(command: list[str]) -> None:
+    """Values read TEXT/INTEGER/PATH as in other click tools; flags (and --help) carry no label."""
+    got = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "200"})
+    assert got.exit_code == 0, got.output
+    assert not re.search(r"<(bool|str|int|float|path|file|dir|list\[)", got.output, flags=re.I), got.output
+    for line in got.output.splitlines():
+        if re.search(r"--(help|quiet|json|prune)\b", line):
+            assert not re.search(r"\b(BOOLEAN|TEXT|INTEGER)\b", line), line
+    if command == ["index"]:
+        assert re.search(r"paths\.\.\.\s+PATH\b", got.output) and re.search(r"--batch-size\s+INTEGER", got.output)

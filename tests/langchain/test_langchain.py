@@ -1,6 +1,6 @@
 """LangChain adapters: behaviour on real models, real Chroma and real SQuAD articles.
 
-The expensive part, ingesting three articles of ../shared/data with the default model, is
+The expensive part, ingesting three articles of data/squad-v1.1-dev-part-a.json with the default model, is
 done once per session (:func:`squad_collection`) and shared with the standard suites in
 ``test_langchain_standard.py`` and with the example script, which finds the articles
 already stored and skips re-encoding them.
@@ -78,8 +78,6 @@ def ingested_squad() -> SquadCollection:
 
 @pytest.fixture(scope="session")
 def squad() -> SquadCollection:
-    if not SHARED_SQUAD.is_file():
-        pytest.skip(f"{SHARED_SQUAD} is not present")
     return ingested_squad()
 
 
@@ -505,7 +503,7 @@ def test_in_memory_retriever_returns_fewer_only_when_the_collection_runs_out(tin
 
 
 # ---------------------------------------------------------------------------- example and docs
-ALLOWED_EXAMPLE_IMPORTS = {"chromadb", "langchain_core", "langchain_chroma", "landmark_rag.langchain"}
+ALLOWED_EXAMPLE_IMPORTS = {"chromadb", "langchain_core", "langchain_chroma", "langchain_landmark"}
 
 
 def test_example_imports_only_the_allowed_packages():
@@ -551,12 +549,21 @@ def test_example_script_on_the_session_collection(squad: SquadCollection):
 
 @pytest.mark.slow
 def test_example_script_from_scratch(tmp_path):
-    if not SHARED_SQUAD.is_file():
-        pytest.skip(f"{SHARED_SQUAD} is not present")
     result = _run_example("--persist-dir", str(tmp_path / "db"))
     assert "(0 articles were already there)" in result["stdout"]
     docs, _ = example_module().load_documents(SHARED_SQUAD)
     _check_example_result(result, {d.id: d.page_content for d in docs})
+
+
+def test_langchain_landmark_is_the_partner_package_path():
+    """``langchain_landmark`` (where LangChain users look) re-exports the adapters, not copies."""
+    import langchain_landmark
+
+    import landmark_rag.langchain as adapters
+
+    assert set(langchain_landmark.__all__) == set(adapters.__all__)
+    for name in adapters.__all__:
+        assert getattr(langchain_landmark, name) is getattr(adapters, name)
 
 
 def test_docs_page_examples_run(tmp_path, monkeypatch, capsys):

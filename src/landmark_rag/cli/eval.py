@@ -19,7 +19,13 @@ def _split(value: str | None) -> list[str] | None:
 
 @app.command("eval")
 def eval_command(
-    data: Path = typer.Option(..., "--data", exists=True, dir_okay=False, help="Any SQuAD-format JSON file."),
+    data: Path = typer.Option(
+        Path("data/squad-v1.1-dev-part-a.json"),
+        "--data",
+        exists=True,
+        dir_okay=False,
+        help="Any SQuAD-format JSON file (default: the repository's copy, when run from a clone's root).",
+    ),
     systems: str | None = typer.Option(
         None,
         "--systems",

@@ -86,7 +86,11 @@ def _summary(report, total_sentences: int, total_docs: int) -> None:
     table.add_row("skipped", str(c["skipped"]))
     if report.pruned:
         table.add_row("pruned", f"{len(report.pruned)} (file gone)")
-    table.add_row("speed", f"{report.tokens:,} tokens in {report.seconds:.1f} s ({report.tokens_per_second:,.0f} tok/s)")
+    if report.tokens:
+        speed = f"{report.tokens:,} tokens in {report.seconds:.1f} s ({report.tokens_per_second:,.0f} tok/s)"
+    else:  # everything unchanged or skipped: nothing was encoded, so there is no speed to report
+        speed = f"nothing to encode ({report.seconds:.1f} s)"
+    table.add_row("speed", speed)
     table.add_row("store", Text(f"{total_docs} documents, {total_sentences:,} sentences"))
     console.print(table)
     for o in report.with_status("skipped"):

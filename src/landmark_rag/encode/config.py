@@ -22,7 +22,7 @@ class LandmarkConfig:
         ``mean`` - mean of the sentence's own tokens, computed in context (late chunking);
         ``sentence`` - each sentence encoded alone, mean-pooled (context-free; the honest
         baseline used as the untrained default, because untrained in-context pooling
-        measures worse on ../shared/data, see docs/benchmarks.md).
+        measures worse on data/squad-v1.1-dev-part-a.json, see docs/benchmarks.md).
     query_pooling:
         ``landmark`` - ``query + LMK``, pooled at the LMK; ``mean`` - mean over the query's
         tokens (sentence-transformers style).

@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 
 from landmark_rag.expand import Strategy, choose_strategy, expand_hits
 from landmark_rag.expand.strategies import StrategyName
+from landmark_rag.progress import bar_options
 from landmark_rag.retrieve import collect_passages, cosine_rescore, unit_vector
 from landmark_rag.store import (
     DEFAULT_COLLECTION,
@@ -158,7 +159,7 @@ class LandmarkIndex:
         *,
         skip_unchanged: bool = True,
         batch_size: int | None = None,
-        show_progress: bool = False,
+        show_progress: bool | None = False,
         encode: Callable[[list[str], list[str]], Sequence[EncodedDocument]] | None = None,
     ) -> list[str]:
         """Encode whole documents (one pass each) and store one vector per sentence.
@@ -170,6 +171,7 @@ class LandmarkIndex:
         stored text hash and metadata are the same is not encoded again. Two different texts
         under one id in a call are refused (``ValueError``). ``encode(texts, doc_ids)``
         replaces the encoder call (a framework's embeddings object that encodes in context).
+        ``show_progress=None`` shows the bar only once the call has run a few seconds.
         """
         texts = list(texts)
         if ids is not None and len(ids) != len(texts):
@@ -197,7 +199,7 @@ class LandmarkIndex:
             def encode(texts: list[str], doc_ids: list[str]) -> Sequence[EncodedDocument]:
                 return encoder.encode_documents(texts, doc_ids, batch_size=size)
 
-        bar = tqdm(total=len(items), desc="adding", unit="doc", disable=not show_progress)
+        bar = tqdm(total=len(items), desc="adding", unit="doc", **bar_options(show_progress))
         try:
             for i in range(0, len(items), ADD_BATCH):
                 batch = items[i : i + ADD_BATCH]

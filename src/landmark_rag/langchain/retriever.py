@@ -74,7 +74,7 @@ class LandmarkRetriever(CollectionAdapter, BaseRetriever):
     where: dict[str, Any] | None = None
     order: Literal["score", "document"] = "score"
     skip_unchanged: bool = True
-    show_progress: bool = False
+    show_progress: bool | None = None  # None: a bar once an ingest has run a few seconds
 
     _store: ChromaSentenceStore | None = PrivateAttr(default=None)
     _index: LandmarkIndex | None = PrivateAttr(default=None)
