@@ -20,7 +20,7 @@ class SearchableSource(SentenceSource, Protocol):
 
 
 def search_passages(
-    query_vector: np.ndarray,
+    query_vector: np.ndarray | None,
     store: SearchableSource,
     k: int = 4,
     strategy: Strategy | str = "front",
@@ -28,24 +28,37 @@ def search_passages(
     where: dict[str, Any] | None = None,
     order: Literal["score", "document"] = "score",
     count_tokens: Callable[[str], int] | None = None,
+    hits: Callable[[int], list[Hit]] | None = None,
 ) -> list[Passage]:
     """Return exactly ``k`` passages (fewer only when the store runs out).
 
     Hits of one document often expand into the same passage, so ``k`` hits can merge into
     fewer than ``k`` passages; the search asks for more hits until the best-first hits form
     ``k`` distinct, non-overlapping passages.
+
+    ``hits(n)`` supplies the ``n`` best sentence hits (default: the store's vector search);
+    hybrid and lexical search pass :func:`landmark_rag.retrieve.hybrid.mode_hits` here, so
+    every mode shares this expansion and merging. ``query_vector`` may then be ``None``
+    (lexical mode) unless the strategy is ``adaptive``, which scores neighbours with it.
     """
+    if hits is None:
+        if query_vector is None:
+            raise ValueError("search_passages needs a query vector or a hits function")
+
+        def hits(n: int) -> list[Hit]:
+            return store.query(query_vector, n, where=where)
+
     if k <= 0:
         return []
     total = store.count_sentences()
     n = min(total, max(2 * k, 8))
     passages: list[Passage] = []
     while n > 0:
-        hits = store.query(query_vector, n, where=where)
+        found = hits(n)
         passages = expand_hits(
-            hits, store, strategy, query_vector=query_vector, count_tokens=count_tokens, max_passages=k
+            found, store, strategy, query_vector=query_vector, count_tokens=count_tokens, max_passages=k
         )
-        if len(passages) >= k or n >= total or len(hits) < n:
+        if len(passages) >= k or n >= total or len(found) < n:
             break
         n = min(total, n * 2)
     best = passages[:k]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from landmark_rag.types import EncodedDocument, Hit, Sentence
 DEFAULT_DB = "./landmark_db"
 DEFAULT_COLLECTION = "landmark"
 IDENTITY_PREFIX = "landmark_rag:"
+GENERATION_KEY = IDENTITY_PREFIX + "generation"
 _WRITING, _COMPLETE = "writing", "complete"
 
 
@@ -175,7 +177,31 @@ class ChromaSentenceStore:
         self._delete_ids(ids)
         if self.manifest is not None:
             self.manifest.delete(ids=[doc_id])
+            self._bump()
         return len(ids)
+
+    def generation(self) -> str | None:
+        """A token that changes whenever a document is completed or deleted (``None``: never).
+
+        Read fresh from the server on every call (about a millisecond), so derived indexes
+        (the lexical index of ``store/lexical.py``) can tell cheaply whether any writer -
+        this process, another one, a Ray worker - changed the store since they last looked.
+        """
+        if self.manifest is None:
+            return None
+        try:
+            fresh = self.manifest._client.get_collection(self.manifest.name, tenant=self.manifest.tenant,
+                                                        database=self.manifest.database)
+            md = fresh.metadata
+        except Exception:  # an old server or a wrapper without these attributes
+            md = self.manifest.metadata
+        value = (md or {}).get(GENERATION_KEY)
+        return None if value is None else str(value)
+
+    def _bump(self) -> None:
+        md = {k: v for k, v in (self.manifest.metadata or {}).items() if not k.startswith("hnsw:")}
+        md[GENERATION_KEY] = uuid.uuid4().hex
+        self.manifest.modify(metadata=md)
 
     def _mark(self, doc_id: str, doc_hash: str, state: str, n: int, user_md: dict[str, Any], text: str | None) -> None:
         if self.manifest is None:
@@ -187,6 +213,8 @@ class ChromaSentenceStore:
             # record is treated as complete)
             self.manifest.delete(ids=[doc_id])
         self.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[md], documents=[text or ""])
+        if state == _COMPLETE:
+            self._bump()
 
     def _ids_of(self, doc_id: str) -> list[str]:
         return list(self.collection.get(where={DOC_ID: doc_id}, include=[])["ids"])
@@ -269,6 +297,14 @@ class ChromaSentenceStore:
         if space == "l2":
             return 1.0 - distance / 2.0
         return 1.0 - distance  # cosine and ip distances are both 1 - <a, b>
+
+    def visible(self, hits: list[Hit]) -> list[Hit]:
+        """The hits whose document is completely stored in the version they come from.
+
+        Used for vector hits here and for lexical hits (``store/lexical.py``), so both halves
+        of a hybrid search hide a document that is being written.
+        """
+        return self._visible(hits)
 
     def _visible(self, hits: list[Hit]) -> list[Hit]:
         if self.manifest is None:

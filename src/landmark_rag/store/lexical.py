@@ -1,0 +1,392 @@
+"""Sentence-level BM25 beside the vector store (step 3 of the pipeline, lexical half).
+
+Chroma 1.5 has no ranked full-text search outside Chroma Cloud: sparse-vector indexes and the
+``Search``/``Rrf`` API are refused by ``PersistentClient`` *and* by a local ``chroma run``
+server ("Sparse vector indexing is not enabled in local", "Search is not implemented for
+Local Chroma"), and ``where_document={"$contains": ...}`` filters without ranking. So the
+lexical index is BM25 from ``bm25s`` (Lucene variant, k1 1.5, b 0.75) over exactly the stored
+sentence units, same ids ``doc_id:index``.
+
+It is a **derived cache of the store, keyed by the manifest**, never a second source of truth:
+
+- it indexes the sentences of documents the manifest marks ``complete`` (their content hash
+  recorded per document); a document being written is therefore invisible to both halves;
+- :meth:`StoreLexicalIndex.sync` compares the manifest with the cached hashes and re-reads only
+  the documents that were added, replaced or deleted, then re-builds the BM25 matrix from the
+  cached terms (about a second at 100k sentences); any crash just leaves an older cache that
+  the next sync repairs, so nothing is ever half-updated;
+- every lexical hit is re-read from Chroma by id and passes the same visibility check as a
+  vector hit (manifest ``complete`` and same content hash), so a stale cache can miss a fresh
+  document but can never return text the store does not hold;
+- a local store persists the cache in ``<db>/landmark_lexical/<collection>/`` (written to a
+  temporary folder and renamed, so readers see an old or a new cache, never a torn one); a
+  server store (``http://``) keeps it in memory, built from the server on first use, or in a
+  ``cache_dir`` the caller names.
+
+Writers need to know nothing about it: anything that writes through the store protocol (the
+CLI, ``landmark_rag.ingest``, Ray workers, another process) is picked up by the next sync.
+Each query checks two counts (manifest and sentences, ~1 ms) and syncs when they moved;
+:meth:`StoreLexicalIndex.refresh` forces a full comparison (e.g. after a same-size replace).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from landmark_rag.store.analyzer import ANALYZER_VERSION, language_name, make_analyzer
+from landmark_rag.store.schema import DOC_HASH, DOC_ID, sentence_from_metadata
+from landmark_rag.types import Hit
+
+LEXICAL_DIR = "landmark_lexical"
+_FORMAT = 1
+_COMPLETE = "complete"
+_SCANNED = "scan:"  # key prefix of documents without a manifest record
+
+
+class BM25Index:
+    """BM25 over a list of term lists (pure, in memory): one row per sentence id."""
+
+    def __init__(self, ids: Sequence[str], rows: Sequence[Sequence[int]], vocab: dict[str, int]) -> None:
+        import bm25s
+
+        self.ids = list(ids)
+        self.vocab = vocab
+        self._bm25: Any = None
+        if self.ids:
+            self._bm25 = bm25s.BM25()  # Lucene BM25, k1=1.5, b=0.75 (as the eval's bm25 baseline)
+            self._bm25.index((list(map(list, rows)), dict(vocab)), create_empty_token=False, show_progress=False)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def scores(self, terms: Sequence[str]) -> np.ndarray:
+        """float32 BM25 score of every row for a query's terms (zeros when none is known)."""
+        ids = [self.vocab[t] for t in terms if t in self.vocab]
+        if not ids or self._bm25 is None:
+            return np.zeros(len(self.ids), dtype=np.float32)
+        return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
+
+    def top(self, terms: Sequence[str], n: int) -> list[tuple[int, float]]:
+        """Rows with a positive score, best first, at most ``n`` (ties: lower row first)."""
+        if n <= 0 or not self.ids:
+            return []
+        return ranked_rows(self.scores(terms), n)
+
+
+def ranked_rows(scores: np.ndarray, n: int) -> list[tuple[int, float]]:
+    """The ``n`` best rows with a positive score, best first (ties: lower row first)."""
+    pos = np.flatnonzero(scores > 0)
+    if pos.size > n:
+        pos = pos[np.argpartition(-scores[pos], n - 1)[:n]]
+    order = pos[np.lexsort((pos, -scores[pos]))]
+    return [(int(i), float(scores[i])) for i in order]
+
+
+@dataclass
+class _Doc:
+    key: str  # the manifest's content hash (or a hash of the records for manifest-less docs)
+    ids: list[str]
+    rows: list[np.ndarray]  # int32 term ids per sentence
+
+
+@dataclass
+class _Snapshot:
+    """An immutable state of the lexical index (queries read it without locking)."""
+
+    docs: dict[str, _Doc]
+    vocab: dict[str, int]
+    counts: tuple[Any, ...]
+    index: BM25Index = field(repr=False)
+
+    @classmethod
+    def build(cls, docs: dict[str, _Doc], vocab: dict[str, int], counts: tuple[Any, ...]) -> _Snapshot:
+        ids = [i for d in docs.values() for i in d.ids]
+        rows = [r for d in docs.values() for r in d.rows]
+        return cls(docs, vocab, counts, BM25Index(ids, rows, vocab))
+
+
+class StoreLexicalIndex:
+    """BM25 over the sentences of a :class:`~landmark_rag.store.ChromaSentenceStore`.
+
+    ``language`` picks stemming and stop words (``english`` default; ISO codes accepted;
+    ``none`` for neither); scripts without spaces are indexed as character uni- and bigrams
+    in every language (see :mod:`landmark_rag.store.analyzer`). ``cache_dir``: where the
+    cache lives; ``None`` -> beside a local store, in memory for a server; ``False`` -> in
+    memory always.
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        *,
+        language: str | None = "english",
+        cache_dir: str | os.PathLike[str] | bool | None = None,
+        show_progress: bool = False,
+    ) -> None:
+        self.store = store
+        self.language = language_name(language)
+        self.analyze = make_analyzer(self.language)
+        self.show_progress = show_progress
+        self.cache_dir = _cache_dir(store, cache_dir)
+        self._snap: _Snapshot | None = None
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ state
+    def _signature(self) -> dict[str, Any]:
+        return {"format": _FORMAT, "analyzer": ANALYZER_VERSION, "language": self.language}
+
+    def _counts(self) -> tuple[Any, ...]:
+        """What tells that the store changed: the manifest's generation token (bumped by every
+        completed or deleted document) and, for writers without a manifest, two counts."""
+        manifest = self.store.manifest
+        return (
+            self.store.generation() if manifest is not None else None,
+            int(manifest.count()) if manifest is not None else -1,
+            int(self.store.count_sentences()),
+        )
+
+    def __len__(self) -> int:
+        return len(self.snapshot().index)
+
+    def snapshot(self) -> _Snapshot:
+        """The current state, syncing first when the store's counts moved since the last sync."""
+        snap = self._snap
+        if snap is None or snap.counts != self._counts():
+            return self.sync()
+        return snap
+
+    def refresh(self) -> _Snapshot:
+        """Compare every document with the manifest now (catches same-size replacements)."""
+        return self.sync(force=True)
+
+    def sync(self, *, force: bool = False) -> _Snapshot:
+        """Bring the index in line with the store; re-reads only changed documents."""
+        with self._lock:
+            snap = self._snap
+            if snap is None:
+                snap = self._load()
+            counts = self._counts()
+            if snap is not None and snap.counts == counts and not force and self._snap is not None:
+                return snap
+            wanted = self._wanted()
+            old = snap.docs if snap is not None else {}
+            vocab = dict(snap.vocab) if snap is not None else {}
+            docs = {d: doc for d, doc in old.items() if d in wanted and doc.key == wanted[d][0]}
+            todo = [d for d in wanted if d not in docs]
+            if todo or len(docs) != len(old) or snap is None:
+                docs.update(self._read(todo, wanted, vocab))
+                snap = _Snapshot.build(docs, vocab, counts)
+                self._save(snap)
+            elif snap.counts != counts:
+                snap = _Snapshot(snap.docs, snap.vocab, counts, snap.index)
+                self._save(snap)
+            self._snap = snap
+            return snap
+
+    def _wanted(self) -> dict[str, tuple[str, int | None]]:
+        """Documents the index should hold: ``doc_id -> (key, expected number of sentences)``."""
+        manifest_docs = self.store.documents(include_incomplete=True) if self.store.manifest is not None else {}
+        wanted = {
+            d: (str(md.get(DOC_HASH, "")), int(md["n_sentences"]) if "n_sentences" in md else None)
+            for d, md in manifest_docs.items()
+            if md.get("state") == _COMPLETE
+        }
+        expected = sum(n or 0 for _, n in wanted.values())
+        writing = len(wanted) != len(manifest_docs)
+        if self.store.manifest is None or (not writing and self.store.count_sentences() != expected):
+            # sentences written without a manifest (e.g. LlamaIndex's ChromaVectorStore): read
+            # their metadata once and key each such document by a hash of its records
+            for d, key in _scan_foreign(self.store.collection, set(manifest_docs)).items():
+                wanted[d] = (_SCANNED + key, None)
+        return wanted
+
+    def _read(
+        self, doc_ids: Sequence[str], wanted: dict[str, tuple[str, int | None]], vocab: dict[str, int]
+    ) -> dict[str, _Doc]:
+        """Read and analyse the sentences of ``doc_ids`` from the store."""
+        out: dict[str, _Doc] = {}
+        if not doc_ids:
+            return out
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(doc_ids), desc="lexical index", unit="doc", disable=not self.show_progress)
+        step = 64
+        for i in range(0, len(doc_ids), step):
+            batch = list(doc_ids[i : i + step])
+            got = self.store.collection.get(
+                where={DOC_ID: {"$in": batch}} if len(batch) > 1 else {DOC_ID: batch[0]},
+                include=["documents", "metadatas"],
+            )
+            per: dict[str, list[tuple[int, str, str]]] = {d: [] for d in batch}
+            for sid, text, md in zip(got["ids"], got["documents"], got["metadatas"], strict=True):
+                md = md or {}
+                d = str(md.get(DOC_ID))
+                if d in per:
+                    per[d].append((int(md.get("sentence_index", 0)), sid, text or ""))
+            for d, sents in per.items():
+                key, n = wanted[d]
+                if n is not None and len(sents) != n:
+                    continue  # being rewritten right now: left out, the next sync retries
+                sents.sort()
+                rows = [
+                    np.asarray([vocab.setdefault(t, len(vocab)) for t in self.analyze(text)], dtype=np.int32)
+                    for _, _, text in sents
+                ]
+                out[d] = _Doc(key, [sid for _, sid, _ in sents], rows)
+            bar.update(len(batch))
+        bar.close()
+        return out
+
+    # ------------------------------------------------------------------ persistence
+    def _load(self) -> _Snapshot | None:
+        if self.cache_dir is None:
+            return None
+        try:
+            meta = json.loads((self.cache_dir / "state.json").read_text())
+            if meta.get("signature") != self._signature():
+                return None
+            arrays = np.load(self.cache_dir / "terms.npz")
+            flat, lengths = arrays["flat"], arrays["lengths"]
+        except (OSError, ValueError, KeyError):
+            return None  # absent or unreadable: rebuilt from the store
+        vocab = {t: i for i, t in enumerate(meta["vocab"])}
+        bounds = np.concatenate([[0], np.cumsum(lengths)])
+        docs: dict[str, _Doc] = {}
+        row = 0
+        for d, key, ids in meta["docs"]:
+            rows = [flat[bounds[row + j] : bounds[row + j + 1]] for j in range(len(ids))]
+            docs[d] = _Doc(key, list(ids), rows)
+            row += len(ids)
+        return _Snapshot.build(docs, vocab, tuple(meta["counts"]))
+
+    def _save(self, snap: _Snapshot) -> None:
+        if self.cache_dir is None:
+            return
+        vocab = [""] * len(snap.vocab)
+        for t, i in snap.vocab.items():
+            vocab[i] = t
+        rows = [r for d in snap.docs.values() for r in d.rows]
+        meta = {
+            "signature": self._signature(),
+            "counts": list(snap.counts),
+            "vocab": vocab,
+            "docs": [[d, doc.key, doc.ids] for d, doc in snap.docs.items()],
+        }
+        parent = self.cache_dir.parent
+        parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{self.cache_dir.name}.", dir=parent))
+        try:
+            np.savez(
+                tmp / "terms.npz",
+                flat=np.concatenate(rows) if rows else np.zeros(0, np.int32),
+                lengths=np.asarray([len(r) for r in rows], dtype=np.int64),
+            )
+            (tmp / "state.json").write_text(json.dumps(meta))
+            old = parent / f".{self.cache_dir.name}.old.{os.getpid()}.{threading.get_ident()}"
+            if self.cache_dir.exists():
+                os.replace(self.cache_dir, old)
+            os.replace(tmp, self.cache_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)  # a read-only or racing store: memory only
+
+    # ------------------------------------------------------------------ reading
+    def query(self, text: str, n: int, *, where: dict[str, Any] | None = None) -> list[Hit]:
+        """Top-``n`` sentences by BM25 as :class:`Hit` (score = BM25), visible ones only.
+
+        Sentences sharing no term with the query are not hits, so fewer than ``n`` come back
+        when fewer match. ``where`` is applied by Chroma when the candidates are read.
+        """
+        if n <= 0:
+            return []
+        snap = self.snapshot()
+        hits = self._query(snap, text, n, where)
+        if any(self._stale(snap, h) for h in hits):
+            # a document was replaced without moving the generation (a writer that bypasses
+            # the store protocol): re-read it and rank again, so no stale term ranks a hit
+            snap = self.sync(force=True)
+            hits = self._query(snap, text, n, where)
+        return hits
+
+    def _query(self, snap: _Snapshot, text: str, n: int, where: dict[str, Any] | None) -> list[Hit]:
+        scores = snap.index.scores(self.analyze(text))
+        out: list[Hit] = []
+        done, limit = 0, n + max(8, n // 4)
+        while len(out) < n:
+            ranked = ranked_rows(scores, limit)[done:]
+            if not ranked:
+                break
+            out.extend(self._hits([snap.index.ids[r] for r, _ in ranked], [s for _, s in ranked], where))
+            done, limit = done + len(ranked), limit * 4
+        return out[:n]
+
+    @staticmethod
+    def _stale(snap: _Snapshot, hit: Hit) -> bool:
+        doc = snap.docs.get(str(hit.sentence.doc_id))
+        stored = hit.metadata.get(DOC_HASH)
+        return doc is not None and stored is not None and not doc.key.startswith(_SCANNED) and doc.key != stored
+
+    def scores(self, text: str) -> tuple[list[str], np.ndarray]:
+        """BM25 score of every indexed sentence (ids, scores), e.g. for evaluation."""
+        snap = self.snapshot()
+        return snap.index.ids, snap.index.scores(self.analyze(text))
+
+    def _hits(self, ids: list[str], scores: list[float], where: dict[str, Any] | None) -> list[Hit]:
+        got = self.store.collection.get(ids=ids, where=where, include=["documents", "metadatas"])
+        by_id = {i: (t, md) for i, t, md in zip(got["ids"], got["documents"], got["metadatas"], strict=True)}
+        hits = [
+            Hit(sentence_from_metadata(by_id[i][0] or "", by_id[i][1]), s, dict(by_id[i][1]))
+            for i, s in zip(ids, scores, strict=True)
+            if i in by_id
+        ]
+        return self.store.visible(hits)
+
+
+def _cache_dir(store: Any, cache_dir: str | os.PathLike[str] | bool | None) -> Path | None:
+    if cache_dir is False:
+        return None
+    name = _safe(str(store.collection.name))
+    if cache_dir not in (None, True):
+        return Path(os.fspath(cache_dir)) / name  # type: ignore[arg-type]
+    try:
+        settings = store.collection._client.get_settings()
+        if settings.is_persistent and settings.persist_directory and not getattr(settings, "chroma_server_host", None):
+            return Path(settings.persist_directory) / LEXICAL_DIR / name
+    except Exception:
+        pass
+    return None  # a server store: memory only unless the caller names a folder
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+def _scan_foreign(collection: Any, known: Iterable[str], page: int = 10_000) -> dict[str, str]:
+    """``doc_id -> key`` for documents with sentences but no manifest record."""
+    known = set(known)
+    parts: dict[str, list[str]] = {}
+    offset = 0
+    while True:
+        got = collection.get(include=["metadatas"], limit=page, offset=offset)
+        for sid, md in zip(got["ids"], got["metadatas"], strict=True):
+            d = str((md or {}).get(DOC_ID, sid.rsplit(":", 1)[0]))
+            if d not in known:
+                parts.setdefault(d, []).append(sid + "|" + json.dumps(md, sort_keys=True, default=str))
+        if len(got["ids"]) < page:
+            break
+        offset += page
+    return {d: hashlib.sha256("\n".join(sorted(p)).encode()).hexdigest() for d, p in parts.items()}
+
+
+__all__ = ["LEXICAL_DIR", "BM25Index", "StoreLexicalIndex", "ranked_rows"]
