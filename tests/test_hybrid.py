@@ -247,6 +247,6 @@ def test_modes_through_the_same_expansion(store):
     assert run("lexical", 2, where={"topic": "space"}) == []
     hits = mode_hits("hybrid", 8, store=store, query_vector=vec, query_text="kittens yarn", lexical=lex,
                      fusion=fusion)
-    assert "lexical_score" in hits[0].metadata or "dense_score" in hits[0].metadata
+    assert "_lexical_score" in hits[0].metadata or "_dense_score" in hits[0].metadata
     with pytest.raises(ValueError, match="lexical index"):
         mode_hits("hybrid", 2, store=store, query_vector=vec)

@@ -5,7 +5,8 @@
 returns, so dense, lexical and hybrid hits get the same boundary expansion, merging and
 exactly-``k`` logic. In ``hybrid`` mode each half contributes ``max(n, depth)`` candidates,
 the lists are fused by sentence id (``retrieve/fusion.py``), and a fused hit carries the fused
-score (its metadata records ``dense_score``/``lexical_score`` where the half ranked it).
+score (its metadata records ``_dense_score``/``_lexical_score`` where a half ranked it; the
+leading underscore keeps them out of passage metadata and prompts).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from landmark_rag.retrieve.fusion import FusionConfig, Mode, check_mode, fuse
 from landmark_rag.store.schema import sentence_id
 from landmark_rag.types import Hit
 
-DENSE_SCORE = "dense_score"
-LEXICAL_SCORE = "lexical_score"
+DENSE_SCORE = "_dense_score"
+LEXICAL_SCORE = "_lexical_score"
 
 
 class LexicalSource(Protocol):
