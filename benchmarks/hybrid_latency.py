@@ -7,10 +7,11 @@ jittered by a little Gaussian noise and re-normalised, so the HNSW graph does no
 duplicates), in a real Chroma PersistentClient; the lexical index is built from the stored
 sentences like any store's. Queries are the articles' real questions.
 
-Both modes run the whole ``LandmarkIndex.search`` path (query encoding, candidate search,
-fusion, boundary expansion, exactly-k merging), interleaved question by question so both
-see the same machine load; the script prints the median and p90 per mode and their ratio,
-and the same for retrieval alone (query vector given, the encoder excluded).
+Both modes run the whole search path (query encoding, candidate search, fusion, boundary
+expansion with the model's strategy, exactly-k merging: ``search_passages`` with
+``mode_hits``, the code ``LandmarkIndex.search`` runs), interleaved question by question so
+both see the same machine load; the script prints the median and p90 per mode and their
+ratio, and the same for retrieval alone (query vector given, the encoder excluded).
 
 Run:  nice -n 10 python benchmarks/hybrid_latency.py [--copies 200] [--questions 200] [--k 4]
 """
@@ -28,6 +29,10 @@ from tqdm.auto import tqdm
 
 from landmark_rag import LandmarkEncoder
 from landmark_rag.evaluation.data import load_squad
+from landmark_rag.expand import model_strategy
+from landmark_rag.retrieve import mode_hits, model_fusion, search_passages
+from landmark_rag.store import ChromaSentenceStore
+from landmark_rag.store.lexical import StoreLexicalIndex
 from landmark_rag.types import EncodedDocument
 
 REPO = Path(__file__).resolve().parent.parent
@@ -48,48 +53,60 @@ def main() -> None:
     ap.add_argument("--db", default=None, help="store folder (default: a temporary one)")
     args = ap.parse_args()
 
-    from landmark_rag.core import LandmarkIndex  # the public core object
-
     arts = load_squad(args.data).articles[13:16]
     encoder = LandmarkEncoder.from_pretrained(args.model)
+    fusion = model_fusion(encoder, mode="hybrid")
+    strategy = model_strategy(encoder)
+    db = args.db or tempfile.mkdtemp(prefix="hybrid-latency-")
+    store = ChromaSentenceStore.open(db, "bench", identity=encoder.config.identity())
     docs = encoder.encode_documents([a.text for a in arts], [a.doc_id for a in arts], show_progress=True)
     n_sent = sum(len(d.sentences) for d in docs)
-    db = args.db or tempfile.mkdtemp(prefix="hybrid-latency-")
-    index = LandmarkIndex.open(db, model=args.model)
     rng = np.random.default_rng(0)
     t0 = time.perf_counter()
-    have = index.store.count_sentences()
-    if have < n_sent * args.copies:
+    if store.count_sentences() < n_sent * args.copies:
         for c in tqdm(range(args.copies), desc="storing copies", unit="copy"):
             for d in docs:
                 vecs = d.embeddings + rng.normal(scale=0.02, size=d.embeddings.shape).astype(np.float32)
                 vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-                doc_id = f"{d.doc_id}#{c}"
+                doc_id = f"{d.doc_id}-{c}"
                 sents = [s.with_doc_id(doc_id) for s in d.sentences]
-                index.add_documents([EncodedDocument(d.text, sents, vecs, doc_id)])
-    print(f"store: {index.store.count_sentences()} sentences ({time.perf_counter() - t0:.0f}s to write)")
+                store.add_document(EncodedDocument(d.text, sents, vecs, doc_id), store_text=False)
+    print(f"store: {store.count_sentences()} sentences ({time.perf_counter() - t0:.0f}s to write)")
     t0 = time.perf_counter()
-    n_lex = len(index.lexical)
+    lexical = StoreLexicalIndex(store, language=fusion.language, show_progress=True)
+    n_lex = len(lexical)
     print(f"lexical index: {n_lex} sentences ({time.perf_counter() - t0:.1f}s to build from the store)")
+    t0 = time.perf_counter()
+    assert len(StoreLexicalIndex(store, language=fusion.language)) == n_lex
+    print(f"lexical index reopened from its cache: {time.perf_counter() - t0:.1f}s")
+
+    def search(q: str, mode: str, vec: np.ndarray | None = None) -> list:
+        if vec is None:
+            vec = encoder.encode_queries([q])[0]
+        return search_passages(
+            vec, store, args.k, strategy,
+            hits=lambda n: mode_hits(mode, n, store=store, query_vector=vec, query_text=q, lexical=lexical,
+                                     fusion=fusion),
+        )
 
     questions = [q.question for a in arts for q in a.questions][: args.questions]
     for q in questions[:5]:  # warm-up: caches, lazy imports, HNSW pages
-        index.search(q, args.k, mode="dense")
-        index.search(q, args.k, mode="hybrid")
+        search(q, "dense")
+        search(q, "hybrid")
     vectors = encoder.encode_queries(questions)
     full: dict[str, list[float]] = {"dense": [], "hybrid": []}
     core: dict[str, list[float]] = {"dense": [], "hybrid": []}
-    for q, vec in tqdm(list(zip(questions, vectors, strict=True)), desc="queries", unit="q"):
-        for mode in ("dense", "hybrid") if len(full["dense"]) % 2 == 0 else ("hybrid", "dense"):
+    for i, (q, vec) in enumerate(tqdm(list(zip(questions, vectors, strict=True)), desc="queries", unit="q")):
+        for mode in ("dense", "hybrid") if i % 2 == 0 else ("hybrid", "dense"):
             t = time.perf_counter()
-            got = index.search(q, args.k, mode=mode)
+            got = search(q, mode)
             full[mode].append(time.perf_counter() - t)
             assert len(got) == args.k
             t = time.perf_counter()
-            index.search(q, args.k, mode=mode, query_vector=vec)
+            search(q, mode, vec)
             core[mode].append(time.perf_counter() - t)
-    print(f"\n{len(questions)} questions, k={args.k}, {index.store.count_sentences()} sentences, "
-          f"fusion {index.fusion.method} w={index.fusion.weight} depth={index.fusion.depth}")
+    print(f"\n{len(questions)} questions, k={args.k}, {store.count_sentences()} sentences, "
+          f"fusion {fusion.method} w={fusion.weight} depth={fusion.depth}, expansion {type(strategy).__name__}")
     print("| path | dense median ms | hybrid median ms | ratio (median) | dense p90 | hybrid p90 | ratio (p90) |")
     print("|---|---|---|---|---|---|---|")
     for label, data in (("search (with query encoding)", full), ("retrieval only (query vector given)", core)):

@@ -107,6 +107,14 @@ def test_model_fusion_defaults_to_dense_and_reads_the_config():
     assert LandmarkConfig.from_dict(cfg.to_dict()).fusion == cfg.fusion  # round-trips through JSON
 
 
+def test_shipped_model_defaults_to_its_validated_hybrid_fusion():
+    from landmark_rag.encode import LandmarkConfig
+    from landmark_rag.models import DEFAULT_MODEL, packaged_model
+
+    fusion = model_fusion(LandmarkConfig.load(packaged_model(DEFAULT_MODEL)))
+    assert fusion.mode == "hybrid" and fusion.language == "english"  # chosen in benchmarks/hybrid_sweep.py
+
+
 def test_fuse_arrays_ranks_only_candidates():
     dense = np.asarray([0.9, 0.1, 0.5, 0.2], dtype=np.float32)
     lexical = np.asarray([0.0, 7.0, 0.0, 0.0], dtype=np.float32)
