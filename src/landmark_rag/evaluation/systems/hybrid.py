@@ -48,10 +48,9 @@ class HybridSystem(LandmarkSystem):
             [vocab.setdefault(t, len(vocab)) for t in self.analyze(corpus.sentence_text(g))]
             for g in range(corpus.n_sentences)
         ]
-        self.lexical = BM25Index([str(g) for g in range(corpus.n_sentences)], rows, vocab)
+        self.lexical = BM25Index.from_terms([str(g) for g in range(corpus.n_sentences)], rows, vocab)
         seconds = time.perf_counter() - t0
-        lex = self.lexical._bm25.scores if self.lexical._bm25 is not None else {}
-        lex_bytes = sum(v.nbytes for v in lex.values() if hasattr(v, "nbytes"))
+        lex_bytes = self.lexical.nbytes
         # charged both halves: a shared dense encoding is still this system's cost
         return IndexStats(
             seconds=stats.seconds + seconds, tokens=stats.tokens, units=stats.units, vectors=stats.vectors,
