@@ -11,6 +11,7 @@ leading underscore keeps them out of passage metadata and prompts).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -26,36 +27,11 @@ LEXICAL_SCORE = "_lexical_score"
 class LexicalSource(Protocol):
     """What the lexical half needs (e.g. :class:`~landmark_rag.store.lexical.StoreLexicalIndex`)."""
 
+    def candidates(self, text: str, n: int, *, where: dict[str, Any] | None = None) -> list[tuple[str, float]]: ...
+
     def query(self, text: str, n: int, *, where: dict[str, Any] | None = None) -> list[Hit]: ...
 
-
-def _key(hit: Hit) -> str:
-    return sentence_id(str(hit.sentence.doc_id), hit.sentence.index)
-
-
-def fuse_hits(dense: list[Hit], lexical: list[Hit], fusion: FusionConfig) -> list[Hit]:
-    """One best-first list of hits from the two halves' hits (same sentence = same id)."""
-    by_key: dict[str, Hit] = {}
-    for h in lexical:
-        by_key[_key(h)] = h
-    for h in dense:
-        by_key[_key(h)] = h  # the dense record wins when both have it (identical sentence)
-    d_scores = {_key(h): h.score for h in dense}
-    l_scores = {_key(h): h.score for h in lexical}
-    fused = fuse(
-        [(_key(h), h.score) for h in dense], [(_key(h), h.score) for h in lexical],
-        fusion.method, fusion.weight, rrf_k=fusion.rrf_k,
-    )
-    out = []
-    for key, score in fused:
-        h = by_key[str(key)]
-        md = dict(h.metadata)
-        if key in d_scores:
-            md[DENSE_SCORE] = float(d_scores[str(key)])
-        if key in l_scores:
-            md[LEXICAL_SCORE] = float(l_scores[str(key)])
-        out.append(Hit(h.sentence, float(score), md))
-    return out
+    def stale(self, hits: Sequence[Hit]) -> bool: ...
 
 
 def mode_hits(
@@ -73,6 +49,12 @@ def mode_hits(
 
     ``dense`` needs ``query_vector``; ``lexical`` needs ``query_text`` and ``lexical``;
     ``hybrid`` needs all three. A missing piece is a ``ValueError``, not a silent fallback.
+
+    Hybrid fuses *ids* first and reads records after: each half ranks ``max(n, depth)``
+    candidates without reading text or metadata (Chroma ids + distances; BM25 ids + scores),
+    and only the fused best are read and checked for visibility, topped up from lower fused
+    ranks when some are hidden. A candidate of a document that is being written thus takes
+    part in the ranking but is never returned.
     """
     mode = check_mode(mode)
     fusion = fusion or FusionConfig(mode="hybrid")
@@ -82,12 +64,33 @@ def mode_hits(
         raise ValueError(f"{mode} search needs the query text and a lexical index")
     if mode == "dense":
         return store.query(query_vector, n, where=where)
+    assert lexical is not None and query_text is not None
     if mode == "lexical":
-        return lexical.query(query_text, n, where=where)  # type: ignore[union-attr, arg-type]
+        return lexical.query(query_text, n, where=where)
     depth = max(n, fusion.depth)
-    dense = store.query(query_vector, depth, where=where)
-    lex = lexical.query(query_text, depth, where=where)  # type: ignore[union-attr, arg-type]
-    return fuse_hits(dense, lex, fusion)[:n]
+    out: list[Hit] = []
+    for attempt in (0, 1):
+        dense = store.query_ids(query_vector, depth, where=where)
+        lex = lexical.candidates(query_text, depth, where=where)
+        fused = fuse(dense, lex, fusion.method, fusion.weight, rrf_k=fusion.rrf_k)
+        out = []
+        step = n + max(8, n // 4)
+        for i in range(0, len(fused), step):
+            chunk = fused[i : i + step]
+            out.extend(store.hits_by_ids([str(u) for u, _ in chunk], [s for _, s in chunk]))
+            if len(out) >= n:
+                break
+        if attempt == 0 and lexical.stale(out):
+            continue  # the lexical index was out of date and has re-synced: rank again
+        break
+    d_scores, l_scores = dict(dense), dict(lex)
+    for h in out[:n]:
+        key = sentence_id(str(h.sentence.doc_id), h.sentence.index)
+        if key in d_scores:
+            h.metadata[DENSE_SCORE] = float(d_scores[key])
+        if key in l_scores:
+            h.metadata[LEXICAL_SCORE] = float(l_scores[key])
+    return out[:n]
 
 
-__all__ = ["DENSE_SCORE", "LEXICAL_SCORE", "LexicalSource", "fuse_hits", "mode_hits"]
+__all__ = ["DENSE_SCORE", "LEXICAL_SCORE", "LexicalSource", "mode_hits"]

@@ -346,55 +346,72 @@ class StoreLexicalIndex:
             shutil.rmtree(tmp, ignore_errors=True)  # a read-only or racing store: memory only
 
     # ------------------------------------------------------------------ reading
-    def query(self, text: str, n: int, *, where: dict[str, Any] | None = None) -> list[Hit]:
-        """Top-``n`` sentences by BM25 as :class:`Hit` (score = BM25), visible ones only.
+    def candidates(self, text: str, n: int, *, where: dict[str, Any] | None = None) -> list[tuple[str, float]]:
+        """Top-``n`` ``(sentence id, BM25 score)`` with a positive score, no record read.
 
-        Sentences sharing no term with the query are not hits, so fewer than ``n`` come back
-        when fewer match. ``where`` is applied by Chroma when the candidates are read.
+        With ``where``, candidates failing the metadata filter are dropped first (one id-only
+        read from Chroma per batch), so they take no place in the list.
         """
         if n <= 0:
             return []
         snap = self.snapshot()
-        hits = self._query(snap, text, n, where)
-        if any(self._stale(snap, h) for h in hits):
-            # a document was replaced without moving the generation (a writer that bypasses
-            # the store protocol): re-read it and rank again, so no stale term ranks a hit
-            snap = self.sync(force=True)
-            hits = self._query(snap, text, n, where)
-        return hits
-
-    def _query(self, snap: _Snapshot, text: str, n: int, where: dict[str, Any] | None) -> list[Hit]:
         scores = snap.index.scores(self.analyze(text))
-        out: list[Hit] = []
+        if where is None:
+            return [(snap.index.ids[r], s) for r, s in ranked_rows(scores, n)]
+        out: list[tuple[str, float]] = []
         done, limit = 0, n + max(8, n // 4)
         while len(out) < n:
             ranked = ranked_rows(scores, limit)[done:]
             if not ranked:
                 break
-            out.extend(self._hits([snap.index.ids[r] for r, _ in ranked], [s for _, s in ranked], where))
+            ids = [snap.index.ids[r] for r, _ in ranked]
+            keep = set(self.store.collection.get(ids=ids, where=where, include=[])["ids"])
+            out.extend((i, s) for i, (_, s) in zip(ids, ranked, strict=True) if i in keep)
             done, limit = done + len(ranked), limit * 4
         return out[:n]
 
-    @staticmethod
-    def _stale(snap: _Snapshot, hit: Hit) -> bool:
-        doc = snap.docs.get(str(hit.sentence.doc_id))
-        stored = hit.metadata.get(DOC_HASH)
-        return doc is not None and stored is not None and not doc.key.startswith(_SCANNED) and doc.key != stored
+    def query(self, text: str, n: int, *, where: dict[str, Any] | None = None) -> list[Hit]:
+        """Top-``n`` sentences by BM25 as :class:`Hit` (score = BM25), visible ones only.
+
+        Sentences sharing no term with the query are not hits, so fewer than ``n`` come back
+        when fewer match. ``where`` is applied by Chroma.
+        """
+        if n <= 0:
+            return []
+        for attempt in (0, 1):
+            cands = self.candidates(text, n + max(8, n // 4), where=where)
+            hits = self.store.hits_by_ids([i for i, _ in cands], [s for _, s in cands])
+            if attempt == 0 and self.stale(hits):
+                continue
+            if len(hits) < n and len(cands) == n + max(8, n // 4):  # many invisible: read deeper
+                cands = self.candidates(text, 4 * n + 64, where=where)
+                hits = self.store.hits_by_ids([i for i, _ in cands], [s for _, s in cands])
+            return hits[:n]
+        return []  # pragma: no cover - the loop always returns
+
+    def stale(self, hits: Sequence[Hit]) -> bool:
+        """Whether a hit shows that the index is out of date; if so, re-syncs it.
+
+        A hit's stored content hash that differs from the indexed one means its document was
+        replaced without moving the store's generation (a writer that bypassed the store
+        protocol): the index re-reads the store, and the caller should rank again.
+        """
+        snap = self._snap
+        if snap is None or not any(self._stale(snap, h) for h in hits):
+            return False
+        self.sync(force=True)
+        return True
 
     def scores(self, text: str) -> tuple[list[str], np.ndarray]:
         """BM25 score of every indexed sentence (ids, scores), e.g. for evaluation."""
         snap = self.snapshot()
         return snap.index.ids, snap.index.scores(self.analyze(text))
 
-    def _hits(self, ids: list[str], scores: list[float], where: dict[str, Any] | None) -> list[Hit]:
-        got = self.store.collection.get(ids=ids, where=where, include=["documents", "metadatas"])
-        by_id = {i: (t, md) for i, t, md in zip(got["ids"], got["documents"], got["metadatas"], strict=True)}
-        hits = [
-            Hit(sentence_from_metadata(by_id[i][0] or "", by_id[i][1]), s, dict(by_id[i][1]))
-            for i, s in zip(ids, scores, strict=True)
-            if i in by_id
-        ]
-        return self.store.visible(hits)
+    @staticmethod
+    def _stale(snap: _Snapshot, hit: Hit) -> bool:
+        doc = snap.docs.get(str(hit.sentence.doc_id))
+        stored = hit.metadata.get(DOC_HASH)
+        return doc is not None and stored is not None and not doc.key.startswith(_SCANNED) and doc.key != stored
 
 
 def _cache_dir(store: Any, cache_dir: str | os.PathLike[str] | bool | None) -> Path | None:
