@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from landmark_rag.retrieve import FusionConfig, fuse, mode_hits, model_fusion, search_passages
+from landmark_rag.retrieve import FusionConfig, collect_passages, fuse, mode_hits, model_fusion
 from landmark_rag.retrieve.fusion import fuse_arrays
 from landmark_rag.segment import segment_sentences
 from landmark_rag.store import ChromaSentenceStore, sentence_id
@@ -255,10 +255,10 @@ def test_modes_through_the_same_expansion(store):
     vec = b.embeddings[3]  # dense points at "Launches are loud."
 
     def run(mode, k, where=None):
-        return search_passages(
-            vec, store, k, "surround",
-            hits=lambda n: mode_hits(mode, n, store=store, query_vector=vec, query_text="kittens yarn",
-                                     lexical=lex, fusion=fusion, where=where),
+        return collect_passages(
+            lambda n: mode_hits(mode, n, store=store, query_vector=vec, query_text="kittens yarn",
+                                lexical=lex, fusion=fusion, where=where),
+            store.count_sentences(), store, k, "surround", query_vector=vec,
         )
 
     dense, lexical, hybrid = run("dense", 1), run("lexical", 1), run("hybrid", 2)

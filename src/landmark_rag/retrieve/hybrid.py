@@ -1,7 +1,7 @@
 """Sentence hits for a search mode: dense, lexical, or both fused (step 4 of the pipeline).
 
 :func:`mode_hits` is the one place that turns a query into best-first sentence
-:class:`~landmark_rag.types.Hit` for any mode; :func:`search_passages` expands whatever it
+:class:`~landmark_rag.types.Hit` for any mode; :func:`~landmark_rag.retrieve.collect_passages` expands whatever it
 returns, so dense, lexical and hybrid hits get the same boundary expansion, merging and
 exactly-``k`` logic. In ``hybrid`` mode each half contributes ``max(n, depth)`` candidates,
 the lists are fused by sentence id (``retrieve/fusion.py``), and a fused hit carries the fused

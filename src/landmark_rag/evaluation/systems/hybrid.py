@@ -21,7 +21,7 @@ import numpy as np
 from landmark_rag.evaluation.corpus import Corpus
 from landmark_rag.evaluation.systems.base import IndexStats, Workspace
 from landmark_rag.evaluation.systems.landmark import LandmarkSystem
-from landmark_rag.retrieve.fusion import FusionConfig, fuse_arrays, model_fusion
+from landmark_rag.retrieve.fusion import FusionConfig, fuse_arrays
 from landmark_rag.store.analyzer import make_analyzer
 from landmark_rag.store.lexical import BM25Index
 
@@ -39,8 +39,10 @@ class HybridSystem(LandmarkSystem):
 
     def build(self, corpus: Corpus, workspace: Workspace) -> IndexStats:
         stats = super().build(corpus, workspace)
-        if self.fusion is None:
-            self.fusion = model_fusion(self.encoder)
+        if self.fusion is None:  # the fusion a user's LandmarkIndex of this model searches with
+            self.fusion = workspace.landmark_index().fusion
+            if self.fusion.mode != "hybrid":  # a dense-only model: measured with the default fusion
+                self.fusion = FusionConfig(mode="hybrid", language=self.fusion.language)
         t0 = time.perf_counter()
         self.analyze = make_analyzer(self.fusion.language)
         vocab: dict[str, int] = {}
