@@ -290,6 +290,34 @@ def test_retriever_options_strategy_filter_and_order(squad: SquadCollection):
         LandmarkRetriever(**base, strategy="sideways")
 
 
+def test_retriever_modes(squad: SquadCollection):
+    """hybrid (the shipped model's default), dense and lexical, all as exact passages."""
+    base = {"persist_directory": squad.persist_dir, "collection_name": squad.collection_name}
+    sources = {d.id: d.page_content for d in squad.documents}
+    default = LandmarkRetriever(**base, k=3)
+    assert default.index.resolve_mode() == "hybrid"
+    questions = squad.questions[:10]
+    found = {"hybrid": 0, "dense": 0, "lexical": 0}
+    for q, _, start, doc_id in questions:
+        for mode in found:
+            got = default.invoke(q, mode=mode)
+            assert len(got) == 3
+            assert_exact_passages(got, sources)
+            found[mode] += any(p.metadata["doc_id"] == doc_id and p.metadata["start"] <= start < p.metadata["end"]
+                               for p in got)
+        assert [p.id for p in default.invoke(q)] == [p.id for p in default.invoke(q, mode="hybrid")]
+    assert found["hybrid"] >= len(questions) // 2, found
+    dense = LandmarkRetriever(**base, k=3, mode="dense")
+    q = questions[0][0]
+    assert [p.id for p in dense.invoke(q)] == [p.id for p in default.invoke(q, mode="dense")]
+    rrf = LandmarkRetriever(**base, k=3, fusion={"method": "rrf", "weight": 0.5})
+    assert rrf.index.fusion.method == "rrf" and len(rrf.invoke(q)) == 3
+    with pytest.raises(ValueError):
+        LandmarkRetriever(**base, mode="sparse")
+    with pytest.raises(ValueError, match="unknown fusion setting"):
+        LandmarkRetriever(**base, fusion={"wieght": 0.2})
+
+
 async def test_retriever_async(squad: SquadCollection):
     retriever = LandmarkRetriever(persist_directory=squad.persist_dir, collection_name=squad.collection_name, k=2)
     q = squad.questions[1][0]
@@ -350,7 +378,7 @@ def test_compressor_over_chroma_hits_matches_the_retriever(squad: SquadCollectio
     )
     base = {"persist_directory": squad.persist_dir, "collection_name": squad.collection_name}
     compressor = BoundaryExpansionCompressor(**base, k=3)
-    retriever = LandmarkRetriever(**base, k=3)
+    retriever = LandmarkRetriever(**base, k=3, mode="dense")  # the compressor expands vector hits
     sources = {d.id: d.page_content for d in squad.documents}
     for q, *_ in squad.questions[3:7]:
         hits = store.as_retriever(search_kwargs={"k": 40}).invoke(q)

@@ -31,12 +31,12 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
 
+from landmark_rag.index import LandmarkIndex
 from landmark_rag.llama_index.convert import HIDDEN_KEYS
 from landmark_rag.llama_index.sources import chroma_collection
-from landmark_rag.retrieve.fusion import FusionConfig, check_mode, model_fusion
-from landmark_rag.retrieve.hybrid import DENSE_SCORE, LEXICAL_SCORE, mode_hits
+from landmark_rag.retrieve.fusion import FusionConfig, check_mode
+from landmark_rag.retrieve.hybrid import DENSE_SCORE, LEXICAL_SCORE
 from landmark_rag.store import ChromaSentenceStore, sentence_id
-from landmark_rag.store.lexical import StoreLexicalIndex
 from landmark_rag.types import Hit
 
 
@@ -76,20 +76,31 @@ class LandmarkHybridRetriever(BaseRetriever):
             )
         if similarity_top_k < 1:
             raise ValueError("similarity_top_k must be at least 1")
+        if mode is not None:
+            check_mode(mode)  # a clear error before anything is loaded
         self.embed_model = embed_model
         self.similarity_top_k = int(similarity_top_k)
-        config = getattr(getattr(embed_model, "_encoder", None), "config", None)
-        if isinstance(fusion, FusionConfig):
-            self.fusion = fusion
-        else:
-            self.fusion = model_fusion(config, **dict(fusion or {}))
-        self.mode = check_mode(mode or self.fusion.mode)
+        encoder = embed_model.encoder if embed_model is not None and hasattr(embed_model, "encoder") else None
+        overrides = fusion.to_dict() if isinstance(fusion, FusionConfig) else dict(fusion or {})
+        if mode is not None:
+            overrides["mode"] = mode
+        # the core index does the work: same hits, fusion and lexical index as every other entry point
+        self.index = LandmarkIndex(ChromaSentenceStore(collection), encoder, fusion=overrides, lexical_cache=cache_dir)
+        self.mode = self.index.resolve_mode()
         if self.mode != "lexical" and embed_model is None:
             raise ValueError(f"mode {self.mode!r} needs the embed_model that wrote the vectors")
         self.where = where
-        self.store = ChromaSentenceStore(collection)
-        self.lexical = StoreLexicalIndex(self.store, language=self.fusion.language, cache_dir=cache_dir)
         super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    @property
+    def fusion(self) -> FusionConfig:
+        """The fusion settings in use (the model's, with this retriever's overrides)."""
+        return self.index.fusion
+
+    @property
+    def lexical(self) -> Any:
+        """The sentence-level BM25 index beside the collection (``refresh()`` forces a re-sync)."""
+        return self.index.lexical
 
     def _query_vector(self, query_bundle: QueryBundle) -> np.ndarray | None:
         if self.mode == "lexical":
@@ -100,9 +111,8 @@ class LandmarkHybridRetriever(BaseRetriever):
         return _unit(query_bundle.embedding)
 
     def _search(self, query_bundle: QueryBundle, vector: np.ndarray | None) -> list[NodeWithScore]:
-        hits = mode_hits(
-            self.mode, self.similarity_top_k, store=self.store, query_vector=vector,
-            query_text=query_bundle.query_str, lexical=self.lexical, fusion=self.fusion, where=self.where,
+        hits = self.index.hits(
+            query_bundle.query_str, self.similarity_top_k, mode=self.mode, where=self.where, query_vector=vector
         )
         return [NodeWithScore(node=_hit_node(h), score=float(h.score)) for h in hits]
 
