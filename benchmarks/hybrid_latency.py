@@ -8,10 +8,10 @@ duplicates), in a real Chroma PersistentClient; the lexical index is built from 
 sentences like any store's. Queries are the articles' real questions.
 
 Both modes run the whole search path (query encoding, candidate search, fusion, boundary
-expansion with the model's strategy, exactly-k merging: ``search_passages`` with
-``mode_hits``, the code ``LandmarkIndex.search`` runs), interleaved question by question so
-both see the same machine load; the script prints the median and p90 per mode and their
-ratio, and the same for retrieval alone (query vector given, the encoder excluded).
+expansion with the model's strategy, exactly-k merging: ``LandmarkIndex.search``),
+interleaved question by question so both see the same machine load; the script prints the
+median and p90 per mode and their ratio, and the same for retrieval alone (the query vector
+given to ``LandmarkIndex.hits`` + ``collect_passages``, the encoder excluded).
 
 Run:  nice -n 10 python benchmarks/hybrid_latency.py [--copies 200] [--questions 200] [--k 4]
 """
@@ -27,10 +27,9 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from landmark_rag import LandmarkEncoder
+from landmark_rag import LandmarkEncoder, LandmarkIndex
 from landmark_rag.evaluation.data import load_squad
-from landmark_rag.expand import model_strategy
-from landmark_rag.retrieve import mode_hits, model_fusion, search_passages
+from landmark_rag.retrieve import collect_passages
 from landmark_rag.store import ChromaSentenceStore
 from landmark_rag.store.lexical import StoreLexicalIndex
 from landmark_rag.types import EncodedDocument
@@ -55,8 +54,6 @@ def main() -> None:
 
     arts = load_squad(args.data).articles[13:16]
     encoder = LandmarkEncoder.from_pretrained(args.model)
-    fusion = model_fusion(encoder, mode="hybrid")
-    strategy = model_strategy(encoder)
     db = args.db or tempfile.mkdtemp(prefix="hybrid-latency-")
     store = ChromaSentenceStore.open(db, "bench", identity=encoder.config.identity())
     rng = np.random.default_rng(0)
@@ -71,22 +68,22 @@ def main() -> None:
                 sents = [s.with_doc_id(doc_id) for s in d.sentences]
                 store.add_document(EncodedDocument(d.text, sents, vecs, doc_id), store_text=False)
     print(f"store: {store.count_sentences()} sentences ({time.perf_counter() - t0:.0f}s to write)")
+    index = LandmarkIndex(store, encoder)  # the public core object: the model's fusion and expansion
+    fusion, strategy = index.fusion, index.strategy
     t0 = time.perf_counter()
     cold = len(StoreLexicalIndex(store, language=fusion.language, cache_dir=False, show_progress=True))
     print(f"lexical index built from the store's sentences: {cold} sentences in {time.perf_counter() - t0:.1f}s")
-    lexical = StoreLexicalIndex(store, language=fusion.language)
-    len(lexical)  # builds and persists its cache beside the store on a first run
+    len(index.lexical)  # builds and persists its cache beside the store on a first run
     t0 = time.perf_counter()
     assert len(StoreLexicalIndex(store, language=fusion.language)) == cold
     print(f"lexical index reopened from its cache: {time.perf_counter() - t0:.1f}s")
 
     def search(q: str, mode: str, vec: np.ndarray | None = None) -> list:
-        if vec is None:
-            vec = encoder.encode_queries([q])[0]
-        return search_passages(
-            vec, store, args.k, strategy,
-            hits=lambda n: mode_hits(mode, n, store=store, query_vector=vec, query_text=q, lexical=lexical,
-                                     fusion=fusion),
+        if vec is None:  # the whole public path: LandmarkIndex.search encodes the query itself
+            return index.search(q, args.k, mode=mode)
+        return collect_passages(  # the same path with the query vector given
+            lambda n: index.hits(q, n, mode=mode, query_vector=vec), store.count_sentences(), store, args.k,
+            index.strategy, query_vector=vec,
         )
 
     questions = [q.question for a in arts for q in a.questions][: args.questions]
