@@ -356,7 +356,7 @@ def test_langchain_chroma_reads_the_landmark_collection(squad: SquadCollection, 
         vec = retriever.store.get_embeddings(md["doc_id"], [md["sentence_index"]])[md["sentence_index"]]
         assert score == pytest.approx(float(vec @ qv), abs=1e-4)  # cosine space, stored vectors
     assert [d.id for d in retriever.as_vectorstore().similarity_search(q, k=2)] == [d.id for d, _ in hits[:2]]
-    best = retriever.invoke(q, k=1)[0]
+    best = retriever.invoke(q, k=1, mode="dense")[0]  # dense: the score is the hit's cosine
     assert best.metadata["score"] == pytest.approx(hits[0][1], abs=1e-4)
     assert str(hits[0][0].metadata["sentence_index"]) in best.metadata["hit_sentences"].split(",")
     # the stored vectors are the in-context ones from the retriever's ingestion

@@ -326,8 +326,11 @@ class StoreLexicalIndex:
             "docs": [[d, doc.key, doc.ids] for d, doc in snap.docs.items()],
         }
         parent = self.cache_dir.parent
-        parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{self.cache_dir.name}.", dir=parent))
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{self.cache_dir.name}.", dir=parent))
+        except OSError:
+            return  # a read-only store: the index lives in memory for this process
         try:
             np.savez(
                 tmp / "terms.npz",
