@@ -1,7 +1,7 @@
 """Hybrid retrieval: analyzer, fusion, the store-keyed lexical index, fused search.
 
 Real Chroma PersistentClient stores; vectors are random unit vectors where only the lexical
-half or the plumbing is under test (the real model is exercised in test_hybrid_index.py).
+half or the plumbing is under test (the real model: tests/index/test_hybrid_index.py).
 """
 
 from __future__ import annotations
