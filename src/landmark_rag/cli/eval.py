@@ -29,7 +29,7 @@ def eval_command(
     systems: str | None = typer.Option(
         None,
         "--systems",
-        help="Comma-separated: landmark,sentence,chunk200,chunk256,sentence-window,late-chunking,bm25 (default: all).",
+        help="Comma-separated: landmark,sentence,chunk200,chunk256,sentence-window,late-chunking,bm25,hybrid (default: all).",
     ),
     budgets: str = typer.Option("64,128,256,512", "--budgets", help="Comma-separated context budgets in tokens."),
     model: str | None = typer.Option(None, "--model", help="Landmark model (alias, directory); default: the package's."),
