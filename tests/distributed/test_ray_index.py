@@ -236,3 +236,24 @@ def test_core_install_does_not_import_ray() -> None:
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
+
+
+# ---------------------------------------------------------------------------- other inputs
+@pytest.mark.slow
+def test_dataset_into_local_folder(ray_session, chroma_url: str, corpus: Path, reference, tmp_path: Path) -> None:
+    """A ``ray.data.Dataset`` of (doc_id, text, metadata) into a local folder: the driver writes."""
+    files = [f for f in discover_files([corpus]) if f.path.suffix in (".txt", ".md") and f.path.stat().st_size > 8]
+    rows = [{"doc_id": f.doc_id, "text": f.path.read_text(encoding="utf-8"), "lang": "en"} for f in files]
+    rows.append({"doc_id": "blank", "text": " \n ", "lang": "en"})
+    report = ray_index(ray.data.from_items(rows), tmp_path / "db", model=MODEL, overrides=OVERRIDES, workers=2,
+                       show_progress=False)
+    assert report.counts() == {"indexed": 3, "updated": 0, "unchanged": 0, "skipped": 1}
+    store = ChromaSentenceStore.open(tmp_path / "db", create=False)
+    got = store.collection.get(include=["documents", "metadatas", "embeddings"])
+    ref = _contents(chroma_url, "single")
+    assert sorted(got["ids"]) == sorted(ref)
+    for sid, text, md, vec in zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True):
+        assert text == ref[sid][0] and md["lang"] == "en" and md["start"] == ref[sid][1]["start"]
+        np.testing.assert_allclose(vec, ref[sid][2], atol=1e-5)
+    with pytest.raises(ValueError, match="doc_id must be unique"):
+        ray_index(ray.data.from_items(rows + rows[:1]), tmp_path / "db", show_progress=False)

@@ -42,6 +42,7 @@ from landmark_rag.ingest import (
     model_source,
     prune_missing,
     record_model,
+    recorded_dim,
     recorded_model,
 )
 from landmark_rag.store import DEFAULT_COLLECTION, ChromaSentenceStore, make_client
@@ -114,6 +115,7 @@ def ray_index(
     duplicates: dict[int, FileOutcome] = {}
     if isinstance(sources, ray.data.Dataset):
         dataset: ray.data.Dataset | None = sources
+        _check_dataset(dataset)  # before anything is created in the store
     else:
         dataset = None
         local_db = None if is_server else [Path(db).expanduser().resolve()]
@@ -131,14 +133,18 @@ def ray_index(
     workers, cpus_per_worker = _sizing(workers, gpus_per_worker, cpus_per_worker, resources)
     remote_args = {"num_cpus": cpus_per_worker, "num_gpus": gpus_per_worker or 0}
 
-    # The identity is computed where workers run (the driver may have no GPU, or not the
-    # memory for the model); the store refuses another model before anything is written.
-    identity, dim, _name = ray.get(ray.remote(**remote_args)(load_identity).remote(source, config, device))
+    recorded = existing.identity() if existing is not None and model is None and not overrides else {}
+    dim = recorded_dim(existing) if recorded else None
+    if recorded and dim:
+        identity = recorded  # the store's own model: workers check what they load against it
+    else:
+        # computed where workers run (the driver may have no GPU, or not the memory for the
+        # model); the store refuses another model before anything is written
+        identity, dim, _name = ray.get(ray.remote(**remote_args)(load_identity).remote(source, config, device))
     store = ChromaSentenceStore.open(collection_name=collection, client=client, identity=identity, create=True)
     record_model(store, source, dim)
 
     if dataset is not None:
-        _check_dataset(dataset)
         total = None
     else:
         rows = [{"doc_id": f.doc_id, "path": str(f.path), "root": str(f.root)}

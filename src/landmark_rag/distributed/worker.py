@@ -63,21 +63,12 @@ class EncodeWorker:
         fault: dict[str, Any] | None = None,
     ) -> None:
         import ray
-        import torch
 
-        from landmark_rag.encode import LandmarkEncoder
         from landmark_rag.store import ChromaSentenceStore, make_client
 
-        # Ray sets OMP_NUM_THREADS from num_cpus; torch's intra-op pool is sized here so that
-        # N actors on one machine share its cores instead of each taking all of them.
-        torch.set_num_threads(max(1, int(threads)))
-        self.encoder = LandmarkEncoder.from_pretrained(model, device=device, **overrides)
-        got = {k: v for k, v in self.encoder.config.identity().items()}
-        if _scalars(got) != _scalars(identity):
-            raise RuntimeError(
-                f"worker on {os.uname().nodename} loaded {model!r} with a different set-up than the driver "
-                f"checked against the store ({got} vs {identity}); install the same landmark-rag and model on every node"
-            )
+        self.model, self.overrides, self.identity = model, dict(overrides), _scalars(dict(identity))
+        self.device, self.threads = device, max(1, int(threads))
+        self._loaded: Any = None
         (snapshot,) = manifest
         self.complete, self.known = ray.get(snapshot) if isinstance(snapshot, ray.ObjectRef) else snapshot
         # a server store: every actor writes (Chroma serialises per record); a local folder:
@@ -90,6 +81,29 @@ class EncodeWorker:
         self.group_chars = group_chars
         self.fault = fault
         self.batches = 0
+
+    @property
+    def encoder(self) -> Any:
+        """The model, loaded on first use: a worker that only meets unchanged documents (a
+        re-run) never pays for loading it."""
+        if self._loaded is None:
+            import torch
+
+            from landmark_rag.encode import LandmarkEncoder
+
+            # Ray sets OMP_NUM_THREADS from num_cpus; torch's intra-op pool is sized here so
+            # that N actors on one machine share its cores instead of each taking all of them.
+            torch.set_num_threads(self.threads)
+            encoder = LandmarkEncoder.from_pretrained(self.model, device=self.device, **self.overrides)
+            got = _scalars(dict(encoder.config.identity()))
+            diff = {k: (self.identity.get(k), v) for k, v in got.items() if self.identity.get(k) != v}
+            if diff:
+                raise RuntimeError(
+                    f"worker on {os.uname().nodename} loaded {self.model!r} with another set-up than the store's "
+                    f"({diff}); install the same landmark-rag and model on every node"
+                )
+            self._loaded = encoder
+        return self._loaded
 
     def __call__(self, batch: Any) -> dict[str, list[Any]]:
         from landmark_rag.ingest import (
