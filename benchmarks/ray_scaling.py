@@ -17,8 +17,12 @@ the load average is printed. Ratios are against ``single`` from this one run.
 
 Write rate: the vectors of the single run are read back and written again into fresh
 collections (a) document by document through ``ChromaSentenceStore.add_document`` (the
-manifest protocol every worker uses) and (b) as raw ``collection.upsert`` batches; printed
-as sentences/s.
+manifest protocol every worker uses), (b) as raw ``collection.upsert`` batches and (c) by two
+concurrent writers (threads, one HttpClient each) through ``add_document``; printed as
+sentences/s.
+
+CPU side: a worker's segmentation + tokenisation alone (1 thread), the ceiling one CPU core
+puts on a GPU worker however fast its GPU.
 
 Run:  nice -n 10 python benchmarks/ray_scaling.py                 (6 articles, 1 round)
       nice -n 10 python benchmarks/ray_scaling.py --articles 12 --rounds 2 --json out.json
@@ -35,6 +39,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -94,6 +99,24 @@ def run_ray(docs: Path, url: str, collection: str, model: str | None, workers: i
     return time.perf_counter() - t0, report.tokens, report.sentences
 
 
+def cpu_prep_rate(docs: Path, model: str | None) -> float:
+    """Tokens/s of a worker's CPU side alone (segment + tokenize), one thread: the most a
+    GPU worker can be fed by one CPU core, whatever the GPU's speed."""
+    import torch
+
+    from landmark_rag.encode import LandmarkEncoder
+
+    torch.set_num_threads(1)
+    encoder = LandmarkEncoder.from_pretrained(model, device="cpu")
+    texts = [f.read_text(encoding="utf-8") for f in sorted(docs.iterdir())]
+    tokens = sum(encoder.count_tokens(t) for t in texts)
+    t0 = time.perf_counter()
+    for text in texts:
+        sents = encoder.segment(text)
+        encoder.tokenizer([x.text for x in sents], add_special_tokens=False, verbose=False)
+    return tokens / (time.perf_counter() - t0)
+
+
 def write_rate(url: str, source: str, rounds: int) -> dict[str, float]:
     """Sentences/s re-writing the ``source`` collection's vectors through HttpClient."""
     import numpy as np
@@ -126,6 +149,13 @@ def write_rate(url: str, source: str, rounds: int) -> dict[str, float]:
                        metadatas=got["metadatas"][i:i + step],
                        embeddings=np.asarray(got["embeddings"][i:i + step], dtype=np.float32))
         best["raw_upsert"] = max(best.get("raw_upsert", 0.0), n / (time.perf_counter() - t0))
+        # (c) two writers at once (one HttpClient each, half the documents each), as two workers do
+        stores = [ChromaSentenceStore.open(client=make_client(url), collection_name=f"w-two-{r}",
+                                           identity=src.identity()) for _ in range(2)]
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(lambda i: [stores[i].add_document(d) for d in docs[i::2]], range(2)))
+        best["manifest_2_writers"] = max(best.get("manifest_2_writers", 0.0), n / (time.perf_counter() - t0))
     best["sentences"] = n
     return best
 
@@ -167,6 +197,7 @@ def main() -> None:
         tokens = {n: b[1] for n, b in best.items()}
         assert len(set(tokens.values())) == 1, f"configurations indexed different token counts: {tokens}"
         writes = write_rate(url, "single-0", args.rounds)
+        prep = max(cpu_prep_rate(docs, args.model) for _ in range(args.rounds))
     finally:
         ray.shutdown()
         proc.terminate()
@@ -185,7 +216,11 @@ def main() -> None:
         result["configs"][name] = {"seconds": secs, "tokens_per_s": rate, "vs_single": rate / base}
     print(f"chroma server writes ({writes['sentences']:,} sentences, HttpClient): "
           f"{writes['manifest']:,.0f} sentences/s through add_document (manifest protocol), "
+          f"{writes['manifest_2_writers']:,.0f} with 2 writers at once, "
           f"{writes['raw_upsert']:,.0f} sentences/s as raw upsert batches")
+    print(f"worker CPU side alone (segment + tokenize, 1 thread): {prep:,.0f} tokens/s; "
+          f"{best['single'][1] / best['single'][2]:.1f} tokens per sentence")
+    result["cpu_prep_tokens_per_s"] = prep
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
 

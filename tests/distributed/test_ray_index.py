@@ -181,20 +181,31 @@ def test_changed_file_reencodes_only_that_file(ray_session, chroma_url: str, cor
         path.write_text(original, encoding="utf-8")
 
 
+def test_nothing_to_do_starts_no_workers(ray_session, chroma_url: str, tmp_path: Path) -> None:
+    """An empty folder: an empty report and an untouched store (no actors are started)."""
+    before = _contents(chroma_url, "ray")
+    report = ray_index([tmp_path], chroma_url, collection="ray", workers=2, show_progress=False)
+    assert report.outcomes == [] and not report.interrupted
+    assert sorted(_contents(chroma_url, "ray")) == sorted(before)
+
+
 # ---------------------------------------------------------------------------- faults
-def test_worker_killed_mid_run_loses_and_duplicates_nothing(
-    ray_session, chroma_url: str, corpus: Path, reference, tmp_path: Path
+@pytest.mark.parametrize("mode", ["exit", pytest.param("raise", marks=pytest.mark.slow)])
+def test_worker_fault_mid_run_loses_and_duplicates_nothing(
+    ray_session, chroma_url: str, corpus: Path, reference, tmp_path: Path, mode: str
 ) -> None:
+    """``exit``: the worker process dies (as killed); ``raise``: its batch fails with an error."""
     marker = tmp_path / "fault-fired"
-    report = _index_on_ray(corpus, chroma_url, "fault", _fault={"batch": 1, "mode": "exit", "marker": str(marker)})
-    assert marker.exists()  # a worker really died after writing part of its batch
+    collection = f"fault-{mode}"
+    report = _index_on_ray(corpus, chroma_url, collection, _fault={"batch": 1, "mode": mode, "marker": str(marker)})
+    assert marker.exists()  # the fault really fired, after the worker had written part of its batch
     assert _outcomes(report) == _outcomes(reference)
-    ours, ref = _contents(chroma_url, "fault"), _contents(chroma_url, "single")
+    ours, ref = _contents(chroma_url, collection), _contents(chroma_url, "single")
     assert sorted(ours) == sorted(ref)  # 0 lost, 0 duplicated (ids are unique per _contents)
     for sid, (text, _, vec) in ref.items():
         assert ours[sid][0] == text
         np.testing.assert_allclose(ours[sid][2], vec, atol=1e-5)
-    store = ChromaSentenceStore.open(client=make_client(chroma_url), collection_name="fault", create=False)
+    store = ChromaSentenceStore.open(client=make_client(chroma_url), collection_name=collection, create=False)
     assert all(r["state"] == "complete" for r in store.documents(include_incomplete=True).values())
 
 

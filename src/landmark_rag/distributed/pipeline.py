@@ -144,6 +144,7 @@ def ray_index(
     store = ChromaSentenceStore.open(collection_name=collection, client=client, identity=identity, create=True)
     record_model(store, source, dim)
 
+    rows: list[dict[str, str]] = []
     if dataset is not None:
         total = None
     else:
@@ -161,24 +162,26 @@ def ray_index(
     try:
         for key, value in _CONTEXT.items():
             setattr(ctx, key, value)
-        if dataset is None:
-            n_rows = len(rows)
-            per_batch = max(1, min(MAX_ROWS_PER_BATCH, math.ceil(n_rows / (2 * workers)) if n_rows else 1))
-            dataset = ray.data.from_items(rows, override_num_blocks=max(1, math.ceil(n_rows / per_batch)))
+        out = None
+        if dataset is None and rows:
+            per_batch = min(MAX_ROWS_PER_BATCH, math.ceil(len(rows) / (2 * workers)))
+            dataset = ray.data.from_items(rows, override_num_blocks=math.ceil(len(rows) / per_batch))
         else:
             per_batch = MAX_ROWS_PER_BATCH
-        with warnings.catch_warnings():
-            # Ray 2.60 deprecates passing max_restarts/max_task_retries this way but names no
-            # replacement; they are what bounds the retries of a dying worker.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            out = _map(dataset, remote_args, max_retries, per_batch, workers, {
-                "model": source, "overrides": config, "identity": identity,
-                "db": db if is_server else None, "collection": collection, "manifest": [manifest],
-                "device": device, "threads": max(1, int(cpus_per_worker)), "batch_size": batch_size,
-                "group_chars": batch_tokens * CHARS_PER_TOKEN, "fault": _fault,
-            })
+        if dataset is not None:  # None: no files (or only duplicates), so no actors are started
+            with warnings.catch_warnings():
+                # Ray 2.60 deprecates passing max_restarts/max_task_retries this way but names
+                # no replacement; they are what bounds the retries of a dying worker.
+                warnings.simplefilter("ignore", DeprecationWarning)
+                out = _map(dataset, remote_args, max_retries, per_batch, workers, {
+                    "model": source, "overrides": config, "identity": identity,
+                    "db": db if is_server else None, "collection": collection, "manifest": [manifest],
+                    "device": device, "threads": max(1, int(cpus_per_worker)), "batch_size": batch_size,
+                    "group_chars": batch_tokens * CHARS_PER_TOKEN, "fault": _fault,
+                })
         t0 = time.perf_counter()
-        for batch in out.iter_batches(batch_format="pyarrow", batch_size=None):
+        batches = out.iter_batches(batch_format="pyarrow", batch_size=None) if out is not None else ()
+        for batch in batches:
             for row in batch.to_pylist():
                 outcome = FileOutcome(row["doc_id"], row["source"], row["status"], row["reason"] or None,
                                       int(row["sentences"]), int(row["tokens"]))
