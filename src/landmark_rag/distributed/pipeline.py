@@ -43,8 +43,8 @@ from landmark_rag.ingest import (
     prune_missing,
     record_model,
     recorded_dim,
-    recorded_model,
 )
+from landmark_rag.ingest.identity import store_model
 from landmark_rag.store import DEFAULT_COLLECTION, ChromaSentenceStore, make_client
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ def ray_index(
         existing = ChromaSentenceStore.open(collection_name=collection, client=client, create=False)
     except LookupError:
         existing = None
-    source, config = _choose_model(existing, model, overrides)
+    source, config = store_model(existing, model, overrides)  # the core's one rule for the store's model
 
     connect(ray_address, runtime_env=runtime_env)
     resources = cluster_resources()
@@ -237,32 +237,13 @@ def _map(
 
 
 def _open_client(db: str) -> Any:
-    """A Chroma client for ``db``; an unreachable server fails here, before Ray starts."""
+    """A Chroma client for ``db`` (the core's; it heartbeats a server): an unreachable server
+    fails here, before Ray starts."""
     try:
         client = make_client(db)
-        if db.startswith(("http://", "https://")):
-            client.heartbeat()
     except Exception as exc:  # noqa: BLE001 - chromadb raises many kinds for a dead server
         raise StoreUnavailableError(f"cannot open the store at {db}: {type(exc).__name__}: {exc}") from exc
     return client
-
-
-def _choose_model(
-    existing: ChromaSentenceStore | None, model: str | None, overrides: dict[str, Any] | None
-) -> tuple[str, dict[str, Any]]:
-    """The model source to load and its config overrides (the single-process CLI's rule)."""
-    from landmark_rag.encode import ModelNotFoundError
-    from landmark_rag.models import default_model
-
-    if existing is not None and model is None and not overrides:
-        source, recorded = recorded_model(existing)
-        if source and Path(source).is_absolute() and not Path(source).exists():
-            raise ModelNotFoundError(
-                f"the model this store was built with is no longer at {source}; pass model= with its new location"
-            )
-        if source:
-            return source, dict(recorded)
-    return model_source(model, default_model()), dict(overrides or {})
 
 
 def _sizing(

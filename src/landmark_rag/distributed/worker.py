@@ -13,7 +13,6 @@ document is re-written under the same deterministic sentence ids, never added tw
 
 from __future__ import annotations
 
-import functools
 import os
 import pickle
 from pathlib import Path
@@ -89,12 +88,12 @@ class EncodeWorker:
         if self._loaded is None:
             import torch
 
-            from landmark_rag.encode import LandmarkEncoder
+            from landmark_rag.encode.cache import load_encoder
 
             # Ray sets OMP_NUM_THREADS from num_cpus; torch's intra-op pool is sized here so
             # that N actors on one machine share its cores instead of each taking all of them.
             torch.set_num_threads(self.threads)
-            encoder = LandmarkEncoder.from_pretrained(self.model, device=self.device, **self.overrides)
+            encoder = load_encoder(self.model, device=self.device, **self.overrides)
             got = _scalars(dict(encoder.config.identity()))
             diff = {k: (self.identity.get(k), v) for k, v in got.items() if self.identity.get(k) != v}
             if diff:
@@ -173,16 +172,11 @@ class EncodeWorker:
 
 
 def load_identity(model: str, overrides: dict[str, Any], device: str | None) -> tuple[dict[str, Any], int, str]:
-    """Model identity, dimension and name, as a worker loads it (run as a Ray task)."""
-    return _identity(model, tuple(sorted(overrides.items())), device)
+    """Model identity, dimension and name, as a worker loads it (run as a Ray task; the core's
+    encoder cache keeps the model for the next run in the same worker process)."""
+    from landmark_rag.encode.cache import load_encoder
 
-
-@functools.lru_cache(maxsize=4)
-def _identity(model: str, overrides: tuple[tuple[str, Any], ...], device: str | None) -> tuple[dict[str, Any], int, str]:
-    # Ray reuses task worker processes: a second run against the same model answers at once
-    from landmark_rag.encode import LandmarkEncoder
-
-    encoder = LandmarkEncoder.from_pretrained(model, device=device, **dict(overrides))
+    encoder = load_encoder(model, device=device, **overrides)
     return dict(encoder.config.identity()), int(encoder.dim), encoder.model_name
 
 
