@@ -164,17 +164,24 @@ def test_cli_unchanged_rerun_encodes_nothing(ray_session, chroma_url: str, corpu
 
 
 def test_changed_file_reencodes_only_that_file(ray_session, chroma_url: str, corpus: Path) -> None:
+    """One changed file, and one document an earlier run left unfinished: exactly those two."""
     path = corpus / "prime_number.md"
     original = path.read_text(encoding="utf-8")
+    store = ChromaSentenceStore.open(client=make_client(chroma_url), collection_name="ray", create=False)
+    unfinished = "history/black_death.txt"  # as a run killed between "writing" and "complete" leaves it
+    store.manifest.update(ids=[unfinished], metadatas=[{**store.documents()[unfinished], "state": "writing"}])
+    assert unfinished not in store.documents()
     try:
         path.write_text(original[: len(original) // 2], encoding="utf-8")  # shrinks: old tail must go
         report = _index_on_ray(corpus, chroma_url, "ray")
-        changed = [o for o in report.outcomes if o.tokens > 0]
-        assert [(o.doc_id, o.status) for o in changed] == [("prime_number.md", "updated")]
-        assert report.counts() == {"indexed": 0, "updated": 1, "unchanged": 2, "skipped": 2}
+        changed = sorted((o.doc_id, o.status) for o in report.outcomes if o.tokens > 0)
+        assert changed == [(unfinished, "updated"), ("prime_number.md", "updated")]
+        assert report.counts() == {"indexed": 0, "updated": 2, "unchanged": 1, "skipped": 2}
         ours = _contents(chroma_url, "ray")
+        n_prime = next(o.sentences for o in report.outcomes if o.doc_id == "prime_number.md")
         prime = sorted(int(s.rsplit(":", 1)[1]) for s in ours if s.startswith("prime_number.md:"))
-        assert prime == list(range(changed[0].sentences))  # no stale sentence of the old version
+        assert prime == list(range(n_prime))  # no stale sentence of the old version
+        assert unfinished in store.documents()  # complete again
         assert len(ours) == sum(r["n_sentences"] for r in ChromaSentenceStore.open(
             client=make_client(chroma_url), collection_name="ray", create=False).documents().values())
     finally:
