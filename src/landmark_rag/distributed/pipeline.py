@@ -20,6 +20,7 @@ the driver, which writes them; use a server for real scale-out.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import time
@@ -159,9 +160,14 @@ def ray_index(
     done = len(duplicates)
     ctx = ray.data.DataContext.get_current()
     saved = {k: getattr(ctx, k) for k in _CONTEXT}
+    data_log = logging.getLogger("ray.data")
+    notice_log = logging.getLogger("ray.data._internal.progress")  # filters act where a record is logged
+    saved_level = data_log.level
     try:
         for key, value in _CONTEXT.items():
             setattr(ctx, key, value)
+        data_log.setLevel(logging.WARNING)  # our bar replaces Ray Data's per-run INFO lines
+        notice_log.addFilter(_quiet_progress_notice)
         out = None
         if dataset is None and rows:
             per_batch = min(MAX_ROWS_PER_BATCH, math.ceil(len(rows) / (2 * workers)))
@@ -198,6 +204,8 @@ def ray_index(
     finally:
         for key, value in saved.items():
             setattr(ctx, key, value)
+        data_log.setLevel(saved_level)
+        notice_log.removeFilter(_quiet_progress_notice)
         bar.close()
     report.seconds = time.perf_counter() - t_start
     if prune and not report.interrupted and files:
@@ -214,6 +222,11 @@ _CONTEXT: dict[str, Any] = {
     "enable_auto_log_stats": False,
     "actor_task_retry_on_errors": [InjectedFault],
 }
+
+
+def _quiet_progress_notice(record: logging.LogRecord) -> bool:
+    """Drop Ray Data's notice that its progress bars are off (ours is on instead)."""
+    return not record.getMessage().startswith("Progress bars disabled")
 
 
 def _map(
