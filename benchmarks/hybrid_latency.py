@@ -1,7 +1,7 @@
 """Query latency of hybrid vs dense search at ~100k stored sentences, side by side.
 
 Target (issue 11): hybrid within 1.5x of dense-only. The store is synthetic but real: the
-three validation articles (13-15) of ../shared/data/squad-v1.1-dev-part-a.json are encoded
+three validation articles (13-15) of data/squad-v1.1-dev-part-a.json are encoded
 once with the model and stored as ``--copies`` distinct documents (each copy's vectors
 jittered by a little Gaussian noise and re-normalised, so the HNSW graph does not hold exact
 duplicates), in a real Chroma PersistentClient; the lexical index is built from the stored
@@ -35,7 +35,7 @@ from landmark_rag.store.lexical import StoreLexicalIndex
 from landmark_rag.types import EncodedDocument
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+DEFAULT_DATA = REPO / "data" / "squad-v1.1-dev-part-a.json"
 
 
 def pct(xs: list[float], q: float) -> float:

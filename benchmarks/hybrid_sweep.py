@@ -1,6 +1,6 @@
 """Choose the hybrid fusion (method, weight) on the validation articles only.
 
-The shipped model was trained on articles 0-12 of ../shared/data/squad-v1.1-dev-part-a.json
+The shipped model was trained on articles 0-12 of data/squad-v1.1-dev-part-a.json
 and validated on 13-15; 16-23 are held out for reporting. This sweep therefore runs on
 articles 13-15 (one corpus, whole-corpus ranking, as ``landmark-rag eval``) and never
 touches 16-23. It encodes the corpus once (the harness's workspace caches the vectors and
@@ -28,7 +28,7 @@ from landmark_rag.evaluation.systems.hybrid import HybridSystem
 from landmark_rag.retrieve.fusion import FusionConfig
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+DEFAULT_DATA = REPO / "data" / "squad-v1.1-dev-part-a.json"
 VALIDATION = range(13, 16)
 BUDGETS = (64, 128, 256, 512)
 GRID = [("rrf", w) for w in (0.3, 0.4, 0.5, 0.6, 0.7)] + [
