@@ -66,21 +66,26 @@ def _smollm2() -> ModelSource:
     )
 
 
-def _landmark_minilm() -> ModelSource:
-    # The trained default ships inside this package (an adapter over all-MiniLM-L6-v2).
-    # Its name is also its vector-store identity, so stores record "landmark-minilm" and
+def _packaged(name: str) -> ModelSource:
+    # Trained models ship inside this package (adapters over all-MiniLM-L6-v2). A model's
+    # name is also its vector-store identity, so stores record e.g. "landmark-minilm" and
     # must be able to load it back by that name.
     from landmark_rag.models import packaged_model
 
-    path = packaged_model("landmark-minilm")
+    path = packaged_model(name)
     if path is None:
-        raise ModelNotFoundError("landmark-minilm is not installed with this copy of landmark-rag")
-    return ModelSource(str(path), alias="landmark-minilm")
+        raise ModelNotFoundError(f"{name} is not installed with this copy of landmark-rag")
+    return ModelSource(str(path), alias=name)
+
+
+def _landmark_minilm() -> ModelSource:
+    return _packaged("landmark-minilm")
 
 
 #: Model names resolved to weights that ship inside pip packages (no hub needed).
 ALIASES = {
     "landmark-minilm": _landmark_minilm,
+    "landmark-minilm-lmk": lambda: _packaged("landmark-minilm-lmk"),
     "all-minilm-l6-v2": _minilm,
     "sentence-transformers/all-minilm-l6-v2": _minilm,
     "smollm2-135m-instruct": _smollm2,

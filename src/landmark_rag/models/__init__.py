@@ -20,7 +20,10 @@ from landmark_rag.encode.loading import ModelSource
 BASE_MODEL = "all-MiniLM-L6-v2"
 
 #: Trained models that ship inside the package, by name.
-PACKAGED_MODELS: dict[str, Path] = {"landmark-minilm": Path(__file__).resolve().parent / "landmark-minilm"}
+PACKAGED_MODELS: dict[str, Path] = {
+    "landmark-minilm": Path(__file__).resolve().parent / "landmark-minilm",
+    "landmark-minilm-lmk": Path(__file__).resolve().parent / "landmark-minilm-lmk",  # LMK token, Front-k
+}
 
 #: The name of the default model (a key of PACKAGED_MODELS, or a plain alias).
 DEFAULT_MODEL = "landmark-minilm"
