@@ -13,12 +13,10 @@ from landmark_rag.cli._common import (
     DbOption,
     DeviceOption,
     console,
-    encoder_for,
     err_console,
     fail,
     local_db_path,
-    make_client,
-    open_store_for_writing,
+    open_index,
 )
 
 
@@ -47,23 +45,17 @@ def index_command(
     files are reported and skipped. An interrupted run hides the unfinished document from
     queries; run the same command again to finish.
     """
-    from landmark_rag.ingest import discover_files, index_files, prune_missing, record_model
-    from landmark_rag.store import ChromaSentenceStore
+    from landmark_rag.ingest import discover_files, index_files, prune_missing, recorded_model
 
     db_dir = local_db_path(db)
     try:
         files = discover_files(paths, glob=glob, exclude=[db_dir] if db_dir else [])
     except FileNotFoundError as exc:
         fail(str(exc))
-    client = make_client(db)
-    try:
-        existing = ChromaSentenceStore.open(collection_name=collection, client=client, create=False)
-    except LookupError:
-        existing = None
     overrides = {"pooling": pooling} if pooling else None
-    encoder, source = encoder_for(existing, model, device=device, overrides=overrides)
-    store = open_store_for_writing(client, collection, encoder)
-    record_model(store, source, encoder.dim)
+    index = open_index(db, collection, model=model, device=device, overrides=overrides, create=True)
+    encoder, store = index.encoder, index.store
+    source = recorded_model(store)[0]
     if not quiet:
         err_console.print(f"model {encoder.model_name} ({source}), {len(files)} files, store {db} [{collection}]",
                           markup=False)

@@ -82,6 +82,51 @@ def _packaged(name: str | None) -> str | None:
     return str(path) if path is not None else None
 
 
+def store_model(
+    store: Any | None, model: str | os.PathLike[str] | None = None, overrides: dict[str, Any] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """The one rule for "the store's model": which model to load for ``store``, with which
+    config overrides.
+
+    No ``model`` (and no ``overrides``) on a store that records one: the model it was built
+    with, set up exactly as at indexing time (:data:`OVERRIDE_FIELDS` re-applied). Otherwise
+    the model asked for (``None``: the package default) with ``overrides``; the caller
+    checks it against the store's identity. Raises ``ModelNotFoundError`` when the recorded
+    model directory is gone.
+    """
+    from landmark_rag.encode.loading import ModelNotFoundError
+    from landmark_rag.models import default_model
+
+    if store is not None and model is None and not overrides:
+        source, recorded = recorded_model(store)
+        if source and Path(source).is_absolute() and not Path(source).exists():
+            raise ModelNotFoundError(
+                f"the model this store was built with is no longer at {source}; pass --model with its new location"
+            )
+        if source:
+            return source, recorded
+    return model_source(model, default_model()), dict(overrides or {})
+
+
+def encoder_for_store(
+    store: Any | None,
+    model: str | os.PathLike[str] | None = None,
+    *,
+    device: str | None = None,
+    dtype: str | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> tuple[Any, str]:
+    """The encoder :func:`store_model` names, from the shared cache, and its source.
+
+    The CLI, the core index and both framework adapters load through this, so one store
+    opens identically (same model, same settings, same object) through each of them.
+    """
+    from landmark_rag.encode.cache import load_encoder
+
+    source, settings = store_model(store, model, overrides)
+    return load_encoder(source, device=device, dtype=dtype, **settings), source
+
+
 def recorded_dim(store: Any) -> int | None:
     """Vector dimension: recorded, else read off one stored vector (None for an empty store)."""
     md = store.collection.metadata or {}

@@ -3,6 +3,7 @@
 from landmark_rag.store.chroma import (
     DEFAULT_COLLECTION,
     DEFAULT_DB,
+    MEMORY,
     ChromaSentenceStore,
     StoreMismatchError,
     content_hash,
@@ -19,6 +20,7 @@ from landmark_rag.store.schema import (
 __all__ = [
     "DEFAULT_COLLECTION",
     "DEFAULT_DB",
+    "MEMORY",
     "ChromaSentenceStore",
     "StoreMismatchError",
     "content_hash",
