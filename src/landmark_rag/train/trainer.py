@@ -304,6 +304,9 @@ class Trainer:
             ac = directory / "adapter_config.json"
             data = json.loads(ac.read_text())
             data["base_model_name_or_path"] = cfg.base_model
+            # peft keeps the targets as a set: its order varies between processes
+            if isinstance(data.get("target_modules"), list):
+                data["target_modules"] = sorted(data["target_modules"])
             ac.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
             (directory / "README.md").unlink(missing_ok=True)  # peft's empty model-card template
             if cfg.new_lmk_token:
