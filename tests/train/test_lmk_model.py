@@ -15,7 +15,7 @@ import pytest
 from landmark_rag.models import BASE_MODEL, packaged_model
 
 NAME = "landmark-minilm-lmk"
-EXCERPT = Path(__file__).resolve().parent / "data" / "squad_excerpt.json"
+EXCERPT = Path(__file__).resolve().parents[1] / "data" / "squad_excerpt.json"
 
 
 @pytest.fixture(scope="module")
