@@ -105,7 +105,6 @@ def test_adaptive_passage_reads_the_question_scores(lmk):
 
     corpus = build_corpus(load_squad(EXCERPT, titles=["Oxygen"]).articles, lmk)
     ws = Workspace(model=NAME, device="cpu")
-    ws._loaded[NAME] = lmk
     system = LandmarkSystem("adaptive")
     system.build(corpus, ws)
     hit = 5
