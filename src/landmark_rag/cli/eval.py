@@ -32,6 +32,12 @@ def eval_command(
         help="Comma-separated: landmark,sentence,chunk200,chunk256,sentence-window,late-chunking,bm25,hybrid (default: all).",
     ),
     budgets: str = typer.Option("64,128,256,512", "--budgets", help="Comma-separated context budgets in tokens."),
+    expansion: str | None = typer.Option(
+        None,
+        "--expansion",
+        help="Comma-separated front,surround,adaptive: the landmark system once per boundary expansion "
+        "(default: the model's own).",
+    ),
     model: str | None = typer.Option(None, "--model", help="Landmark model (alias, directory); default: the package's."),
     base_model: str | None = typer.Option(
         None, "--base-model", help="Model of the baselines (default: the landmark model's base, else --model)."
@@ -83,6 +89,7 @@ def eval_command(
             device=device,
             batch_size=batch_size,
             show_progress=not quiet,
+            expansions=_split(expansion),
         )
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -378,7 +378,8 @@ def _has_weights(path: str) -> bool:
 def _apply_adapter(model: Any, tokenizer: Any, adapter_dir: str) -> Any:
     """Apply a LoRA adapter (and resized embeddings) saved by landmark-rag training."""
     if len(tokenizer) != model.get_input_embeddings().weight.shape[0]:
-        model.resize_token_embeddings(len(tokenizer))
+        # the new rows (a trained [LMK]) come from the adapter: no random mean/covariance init
+        model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
     try:
         from peft import PeftModel
     except ImportError:  # peft is the `train` extra; plain LoRA merges without it
