@@ -470,13 +470,17 @@ def _apply_adapter(model: Any, tokenizer: Any, adapter_dir: str) -> Any:
     """Apply a LoRA adapter (and resized embeddings) saved by landmark-rag training."""
     if len(tokenizer) != model.get_input_embeddings().weight.shape[0]:
         model.resize_token_embeddings(len(tokenizer))
-    try:
-        from peft import PeftModel
-    except ImportError:  # peft is the `train` extra; plain LoRA merges without it
-        from landmark_rag.models.lora import merge_lora
+    from landmark_rag.models.lora import merge_lora
 
+    # A plain LoRA adapter (the packaged default) merges with torch alone: importing peft
+    # and its merge_and_unload cost ~1.5 s of every cold CLI query and index (docs/benchmarks.md,
+    # "CLI cold start"); peft is only needed for adapter kinds merge_lora refuses.
+    try:
         return merge_lora(model, adapter_dir)
-    return PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()
+    except ImportError:
+        from peft import PeftModel  # the `train` extra
+
+        return PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()
 
 
 def _check_sentences(text: str, sentences: Iterable[Sentence]) -> None:

@@ -101,8 +101,11 @@ def index_files(
 ) -> IndexReport:
     """Index ``files`` into ``store`` with ``encoder`` (a ``LandmarkEncoder``).
 
-    ``store`` is a :class:`~landmark_rag.store.ChromaSentenceStore` (anything with
-    ``documents``, ``add_document``). ``batch_size`` counts encoder windows. Returns an
+    ``encoder`` may also be a function of no arguments that returns the encoder: it is
+    called only when the first file needs encoding, so a run over unchanged files never
+    loads a model (the CLI passes one). ``store`` is a
+    :class:`~landmark_rag.store.ChromaSentenceStore` (anything with ``documents``,
+    ``add_document``). ``batch_size`` counts encoder windows. Returns an
     :class:`IndexReport`; a ``KeyboardInterrupt`` ends the run early with
     ``report.interrupted`` set instead of propagating, so the caller can still summarise.
     """
@@ -117,8 +120,10 @@ def index_files(
     done = 0
 
     def flush() -> None:
-        nonlocal pending, pending_chars, done
+        nonlocal pending, pending_chars, done, encoder
         batch, pending, pending_chars = pending, [], 0
+        if batch and _is_factory(encoder):
+            encoder = encoder()
         for item, outcome in _encode_and_store(batch, encoder, store, batch_size):
             report.outcomes.append(outcome)
             done += 1
@@ -162,6 +167,11 @@ def index_files(
         bar.close()
         report.seconds = time.perf_counter() - t0
     return report
+
+
+def _is_factory(encoder: Any) -> bool:
+    """Whether ``encoder`` is a loader to call rather than an encoder."""
+    return callable(encoder) and not hasattr(encoder, "encode_documents")
 
 
 def _encode_and_store(
