@@ -175,3 +175,23 @@ def test_expansion_reads_neighbours_in_one_store_call(tmp_path: Path, strategy) 
     rescored = cosine_rescore(batched, counted, query)
     assert spy.gets == 1
     assert [round(p.score, 5) for p in rescored] == [round(p.score, 5) for p in cosine_rescore(per_doc, memory, query)]
+
+
+# ------------------------------------------------------------------ malloc
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc only")
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [({}, "True"), ({"LANDMARK_RAG_MALLOPT": "0"}, "False"), ({"MALLOC_MMAP_THRESHOLD_": "65536"}, "True")],
+)
+def test_mmap_threshold_is_pinned_once_unless_the_user_decides(env: dict[str, str], expected: str) -> None:
+    code = (
+        "from landmark_rag.encode.malloc import pin_mmap_threshold\n"
+        "print(pin_mmap_threshold(), pin_mmap_threshold())\n"
+    )
+    base = {k: v for k, v in os.environ.items() if k not in ("LANDMARK_RAG_MALLOPT", "MALLOC_MMAP_THRESHOLD_")}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+        env={**base, **env, "PYTHONPATH": str(SRC)},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [expected, expected]

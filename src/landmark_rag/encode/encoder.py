@@ -24,6 +24,7 @@ from landmark_rag.encode.loading import (
     pick_dtype,
     resolve,
 )
+from landmark_rag.encode.malloc import pin_mmap_threshold
 from landmark_rag.encode.windows import plan_windows
 from landmark_rag.segment import Segmenter, segment_sentences
 from landmark_rag.types import EncodedDocument, Sentence
@@ -75,6 +76,7 @@ class LandmarkEncoder:
         self.max_sentence_tokens = int(config.max_sentence_tokens or min(256, self.budget // 2))
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else (tokenizer.eos_token_id or 0))
+        pin_mmap_threshold()  # long documents: flat memory instead of glibc's creep (encode/malloc.py)
 
     # ------------------------------------------------------------------ construction
     @classmethod
