@@ -53,13 +53,15 @@ def run(cmd: list[str], src: Path, cwd: Path) -> tuple[float, float, str]:
 def import_seconds(src: Path, cwd: Path) -> tuple[float, list[str]]:
     """Total import time of ``landmark_rag.cli`` and the heavy packages it pulled in."""
     code = "import sys, landmark_rag.cli as c; c._register(); print(','.join(sorted(m for m in sys.modules if '.' not in m)))"
-    _, _, text = run([sys.executable, "-X", "importtime", "-c", code], src, cwd)
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", code], env=env, cwd=cwd, capture_output=True,
+                         text=True, check=True)
     total = 0
-    for line in text.splitlines():
+    for line in out.stderr.splitlines():
         m = re.match(r"import time:\s+\d+ \|\s+(\d+) \| (\S.*)$", line)
         if m:  # a top-level import (no indentation): its cumulative time counts once
             total += int(m.group(1))
-    mods = text.strip().splitlines()[-1].split(",")
+    mods = out.stdout.strip().splitlines()[-1].split(",")
     heavy = sorted(set(mods) & {"torch", "transformers", "chromadb", "peft", "bm25s", "sentence_transformers"})
     return total / 1e6, heavy
 

@@ -88,6 +88,7 @@ class LandmarkEncoder:
         dtype: str | torch.dtype | None = None,
         trust_remote_code: bool = False,
         attn_implementation: str | None = None,
+        quantize: str | None = None,
         **config_overrides: Any,
     ) -> LandmarkEncoder:
         """Load an encoder.
@@ -96,7 +97,8 @@ class LandmarkEncoder:
         ``.gguf`` file, an alias of a pip-packaged model (``all-MiniLM-L6-v2``,
         ``SmolLM2-135M-Instruct``), or a hub name (needs a reachable hub). ``None`` loads the
         package's default model. Keyword arguments override fields of
-        :class:`LandmarkConfig` (e.g. ``pooling="mean"``).
+        :class:`LandmarkConfig` (e.g. ``pooling="mean"``). ``quantize="int8"`` (CPU only, opt-in)
+        runs the linear layers as int8 (``encode/quantize.py``): faster, vectors slightly off.
         """
         from landmark_rag.models import default_model
 
@@ -126,6 +128,10 @@ class LandmarkEncoder:
             tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
         if adapter_dir is not None:
             hf_model = _apply_adapter(hf_model, tokenizer, adapter_dir)
+        if quantize is not None:
+            from landmark_rag.encode.quantize import quantize_model
+
+            hf_model = quantize_model(hf_model, quantize, dev)
         encoder = cls(hf_model.to(dev), tokenizer, config, device=dev)
         if config.lmk_is_new and encoder.lmk_id == tokenizer.unk_token_id:
             encoder.add_landmark_token(config.lmk_token)
