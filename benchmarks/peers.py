@@ -19,7 +19,7 @@ Tokens/s always uses the articles' own token count, so every figure is "document
 turned into vectors per second", whatever each system adds (special tokens, overlap).
 Systems run in interleaved rounds and keep their best time, so load drifting on a shared
 machine hits them alike; ratios come from one run. ``--levers`` adds opt-in variants of the
-default (no window overlap, int8 dynamic quantisation, larger batches).
+default (no window overlap, int8 dynamic quantisation).
 
     python benchmarks/peers.py                      # 4 articles, best of 3 rounds
     python benchmarks/peers.py --levers --rounds 2
@@ -118,7 +118,6 @@ def systems(texts: list[str], levers: bool, batch_size: int) -> tuple[dict[str, 
         no_overlap = LandmarkEncoder(default.model, default.tokenizer, replace(default.config, window_overlap=0),
                                      device=default.device)
         out["default, window_overlap=0"] = lambda: sum(len(d) for d in no_overlap.encode_documents(texts, batch_size=batch_size))
-        out["default, batch 64"] = lambda: sum(len(d) for d in default.encode_documents(texts, batch_size=64))
         quant = LandmarkEncoder.from_pretrained(None, device="cpu")
         quant.model = torch.ao.quantization.quantize_dynamic(quant.model, {torch.nn.Linear}, dtype=torch.qint8)
         out["default, int8 dynamic"] = lambda: sum(len(d) for d in quant.encode_documents(texts, batch_size=batch_size))
