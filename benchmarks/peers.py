@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import landmark_rag  # noqa: F401 - first: OpenMP's passive wait is set before torch loads (encode/omp.py)
 import torch
 
 REPO = Path(__file__).resolve().parents[1]

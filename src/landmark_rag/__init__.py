@@ -7,9 +7,13 @@ LangChain (``landmark_rag.langchain``) are thin wrappers over it.
 
 from typing import TYPE_CHECKING, Any
 
-from landmark_rag.encode import LandmarkConfig, ModelNotFoundError
-from landmark_rag.segment import segment_sentences
-from landmark_rag.types import EncodedDocument, Hit, Passage, Sentence
+from landmark_rag.encode.omp import prefer_passive_wait
+
+prefer_passive_wait()  # before anything imports torch: see encode/omp.py
+
+from landmark_rag.encode import LandmarkConfig, ModelNotFoundError  # noqa: E402
+from landmark_rag.segment import segment_sentences  # noqa: E402
+from landmark_rag.types import EncodedDocument, Hit, Passage, Sentence  # noqa: E402
 
 if TYPE_CHECKING:
     from landmark_rag.encode import LandmarkEncoder
