@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +21,7 @@ from landmark_rag.encode.loading import load_hf, materialise_gguf, pick_device, 
 from landmark_rag.encode.malloc import pin_mmap_threshold
 from landmark_rag.encode.pooling import last_hidden, pad_batch, pool
 from landmark_rag.encode.registry import ModelSource, default_model, is_causal, plain_model_config, resolve
+from landmark_rag.progress import bar_options
 from landmark_rag.segment import Segmenter, segment_sentences
 from landmark_rag.types import EncodedDocument, Sentence
 
@@ -205,7 +207,7 @@ class LandmarkEncoder:
         doc_ids: Sequence[str | None] | None = None,
         *,
         batch_size: int = 16,
-        show_progress: bool = False,
+        show_progress: bool | None = False,
         sentences: Sequence[Sequence[Sentence] | None] | None = None,
         segmenter: Segmenter | None = None,
     ) -> list[EncodedDocument]:
@@ -215,7 +217,8 @@ class LandmarkEncoder:
         of a framework that already split the text; they are used as they are, one vector
         each. ``batch_size`` counts encoder windows. Empty or whitespace-only documents give
         empty results. Documents are processed in groups of about 131k tokens so memory stays
-        bounded however many or however long the documents are.
+        bounded however many or however long the documents are. ``show_progress=None`` shows
+        the bar only once the call has run a few seconds (``landmark_rag.progress``).
         """
         if isinstance(texts, str):
             raise TypeError("encode_documents takes a list of texts; use encode_document for one")
@@ -225,7 +228,7 @@ class LandmarkEncoder:
         if len(doc_ids) != n or len(given) != n:
             raise ValueError("texts, doc_ids and sentences must have the same length")
         results: list[EncodedDocument] = []
-        bar = tqdm(total=n, desc="encoding", unit="doc", disable=not show_progress)
+        bar = tqdm(total=n, desc="encoding", unit="doc", **bar_options(show_progress))
         t0, tokens_done = time.perf_counter(), 0
         group: list[tuple[str, str | None, list[Sentence], list[np.ndarray]]] = []
         group_tokens = 0
@@ -234,8 +237,9 @@ class LandmarkEncoder:
             nonlocal group, group_tokens, tokens_done
             results.extend(self._encode_group(group, batch_size))
             tokens_done += group_tokens
+            # postfix first without a redraw: the update draws it, and only once the bar is due
+            bar.set_postfix(tokens_per_s=f"{tokens_done / max(time.perf_counter() - t0, 1e-9):,.0f}", refresh=False)
             bar.update(len(group))
-            bar.set_postfix(tokens_per_s=f"{tokens_done / max(time.perf_counter() - t0, 1e-9):,.0f}")
             group, group_tokens = [], 0
 
         for text, doc_id, sents in zip(texts, doc_ids, given, strict=True):
@@ -393,6 +397,10 @@ def _apply_adapter(model: Any, tokenizer: Any, adapter_dir: str) -> Any:
     except ImportError:
         from peft import PeftModel  # the `train` extra
 
+    with warnings.catch_warnings():
+        # peft reads transformers' deprecated `is_gradient_checkpointing` property, which warns
+        # (FutureWarning) on every load; the notice is for peft, not for users.
+        warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing", category=FutureWarning)
         return PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()
 
 

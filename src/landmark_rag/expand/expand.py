@@ -128,7 +128,11 @@ def expand_hits(
         for h in doc_hits:
             z = h.sentence.index
             if isinstance(strat, Adaptive):
-                lo, hi = strat.choose(z, h.score, np.asarray(query_vector), {i: s.text for i, s in sents.items()}, vecs, count)
+                # the hit's own cosine is the reference: equal to a vector hit's score, and the
+                # only meaningful one for a fused or lexical hit (whose score is RRF or BM25)
+                ref = float(np.asarray(vecs[z]) @ np.asarray(query_vector)) if z in vecs else h.score
+                texts = {i: s.text for i, s in sents.items()}
+                lo, hi = strat.choose(z, ref, np.asarray(query_vector), texts, vecs, count)
             else:
                 rng = strat.candidates(z)
                 lo, hi = z, z
