@@ -15,7 +15,9 @@ from landmark_rag.cli._common import (
     console,
     err_console,
     fail,
+    is_url,
     local_db_path,
+    make_client,
     open_index,
 )
 
@@ -61,12 +63,22 @@ def index_command(
     except FileNotFoundError as exc:
         fail(str(exc))
     overrides = {"pooling": pooling} if pooling else None
-    index = open_index(db, collection, model=model, device=device, overrides=overrides, create=True)
-    encoder, store = index.encoder, index.store
-    source = recorded_model(store)[0]
+    store = _existing_store(db, collection) if model is None and overrides is None else None
+    if store is not None:
+        # The store's own model, so nothing can mismatch: the model (seconds of torch,
+        # transformers and weights) is loaded only once a file turns out to need encoding,
+        # and a re-run over unchanged files never loads it (index_files compares hashes first).
+        source = recorded_model(store)[0]
+        name = store.identity().get("model_name") or source
+
+        def encoder():
+            return open_index(db, collection, device=device, create=True).encoder
+    else:
+        index = open_index(db, collection, model=model, device=device, overrides=overrides, create=True)
+        encoder, store = index.encoder, index.store
+        source, name = recorded_model(store)[0], index.encoder.model_name
     if not quiet:
-        err_console.print(f"model {encoder.model_name} ({source}), {len(files)} files, store {db} [{collection}]",
-                          markup=False)
+        err_console.print(f"model {name} ({source}), {len(files)} files, store {db} [{collection}]", markup=False)
     report = index_files(files, encoder, store, batch_size=batch_size, show_progress=not quiet)
     if prune and not report.interrupted:
         roots = {f.root for f in files} | {Path(p).expanduser().resolve() for p in paths if Path(p).is_dir()}
@@ -84,6 +96,20 @@ def _finish(report, store) -> None:
             markup=False,
         )
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _existing_store(db: str, collection: str):
+    """The store when it already exists with a recorded model, else ``None`` (nothing is created)."""
+    from landmark_rag.ingest import recorded_model
+    from landmark_rag.store import ChromaSentenceStore
+
+    if not is_url(db) and not Path(db).expanduser().is_dir():
+        return None
+    try:
+        store = ChromaSentenceStore.open(collection_name=collection, client=make_client(db), create=False)
+    except LookupError:
+        return None
+    return store if store.identity() and recorded_model(store)[0] else None
 
 
 def _summary(report, total_sentences: int, total_docs: int) -> None:

@@ -16,10 +16,11 @@ import torch
 from tqdm.auto import tqdm
 
 from landmark_rag.encode.config import LandmarkConfig
-from landmark_rag.encode.loading import load_hf, materialise_gguf, pick_device, pick_dtype
-from landmark_rag.encode.registry import ModelSource, default_model, is_causal, plain_model_config, resolve
 from landmark_rag.encode.layout import Job, document_jobs, query_jobs, standalone_jobs, tokenize_sentences
+from landmark_rag.encode.loading import load_hf, materialise_gguf, pick_device, pick_dtype
+from landmark_rag.encode.malloc import pin_mmap_threshold
 from landmark_rag.encode.pooling import last_hidden, pad_batch, pool
+from landmark_rag.encode.registry import ModelSource, default_model, is_causal, plain_model_config, resolve
 from landmark_rag.progress import bar_options
 from landmark_rag.segment import Segmenter, segment_sentences
 from landmark_rag.types import EncodedDocument, Sentence
@@ -65,6 +66,7 @@ class LandmarkEncoder:
         self.max_sentence_tokens = int(config.max_sentence_tokens or min(256, self.budget // 2))
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else (tokenizer.eos_token_id or 0))
+        pin_mmap_threshold()  # long documents: flat memory instead of glibc's creep (encode/malloc.py)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -76,6 +78,7 @@ class LandmarkEncoder:
         dtype: str | torch.dtype | None = None,
         trust_remote_code: bool = False,
         attn_implementation: str | None = None,
+        quantize: str | None = None,
         **config_overrides: Any,
     ) -> LandmarkEncoder:
         """Load an encoder.
@@ -84,7 +87,8 @@ class LandmarkEncoder:
         ``.gguf`` file, an alias of a pip-packaged model (``all-MiniLM-L6-v2``,
         ``SmolLM2-135M-Instruct``), or a hub name (needs a reachable hub). ``None`` loads the
         package's default model. Keyword arguments override fields of
-        :class:`LandmarkConfig` (e.g. ``pooling="mean"``).
+        :class:`LandmarkConfig` (e.g. ``pooling="mean"``). ``quantize="int8"`` (CPU only, opt-in)
+        runs the linear layers as int8 (``encode/quantize.py``): faster, vectors slightly off.
         """
         if model is None:
             model = default_model()
@@ -112,6 +116,10 @@ class LandmarkEncoder:
             tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
         if adapter_dir is not None:
             hf_model = _apply_adapter(hf_model, tokenizer, adapter_dir)
+        if quantize is not None:
+            from landmark_rag.encode.quantize import quantize_model
+
+            hf_model = quantize_model(hf_model, quantize, dev)
         encoder = cls(hf_model.to(dev), tokenizer, config, device=dev)
         if config.lmk_is_new and encoder.lmk_id == tokenizer.unk_token_id:
             encoder.add_landmark_token(config.lmk_token)
@@ -380,15 +388,19 @@ def _apply_adapter(model: Any, tokenizer: Any, adapter_dir: str) -> Any:
     if len(tokenizer) != model.get_input_embeddings().weight.shape[0]:
         # the new rows (a trained [LMK]) come from the adapter: no random mean/covariance init
         model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
-    try:
-        from peft import PeftModel
-    except ImportError:  # peft is the `train` extra; plain LoRA merges without it
-        from landmark_rag.encode.lora import merge_lora
+    from landmark_rag.encode.lora import merge_lora
 
+    # A plain LoRA adapter (the packaged default) merges with torch alone: importing peft
+    # and its merge_and_unload cost 0.2-0.5 s of every cold CLI query and index (docs/benchmarks.md,
+    # "CLI cold start"); peft is only needed for adapter kinds merge_lora refuses.
+    try:
         return merge_lora(model, adapter_dir)
+    except ImportError:
+        from peft import PeftModel  # the `train` extra
+
     with warnings.catch_warnings():
         # peft reads transformers' deprecated `is_gradient_checkpointing` property, which warns
-        # (FutureWarning) on every load of the default model; the notice is for peft, not for users.
+        # (FutureWarning) on every load; the notice is for peft, not for users.
         warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing", category=FutureWarning)
         return PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()
 

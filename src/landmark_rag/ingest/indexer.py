@@ -178,8 +178,11 @@ def index_files(
 ) -> IndexReport:
     """Index ``files`` into ``store`` with ``encoder`` (a ``LandmarkEncoder``).
 
-    ``store`` is a :class:`~landmark_rag.store.ChromaSentenceStore` (anything with
-    ``documents``, ``add_document``). ``batch_size`` counts encoder windows. Returns an
+    ``encoder`` may also be a function of no arguments that returns the encoder: it is
+    called only when the first file needs encoding, so a run over unchanged files never
+    loads a model (the CLI passes one). ``store`` is a
+    :class:`~landmark_rag.store.ChromaSentenceStore` (anything with ``documents``,
+    ``add_document``). ``batch_size`` counts encoder windows. Returns an
     :class:`IndexReport`; a ``KeyboardInterrupt`` ends the run early with
     ``report.interrupted`` set instead of propagating, so the caller can still summarise.
     """
@@ -202,6 +205,8 @@ def index_files(
             if isinstance(item, FileOutcome):
                 record(item)
                 continue
+            if _is_factory(encoder):  # a loader: the first file that needs encoding loads the model
+                encoder = encoder()
             for _, outcome in encode_and_store(item, encoder, store, batch_size):
                 record(outcome)
                 elapsed = time.perf_counter() - t0
@@ -213,6 +218,11 @@ def index_files(
         bar.close()
         report.seconds = time.perf_counter() - t0
     return report
+
+
+def _is_factory(encoder: Any) -> bool:
+    """Whether ``encoder`` is a loader to call rather than an encoder."""
+    return callable(encoder) and not hasattr(encoder, "encode_documents")
 
 
 def encode_and_store(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -373,18 +373,36 @@ class ChromaSentenceStore:
         """Stored vectors of a document's sentences by index."""
         return {i: v for i, (_, v) in self._get(doc_id, indices, True).items() if v is not None}
 
-    def _get(self, doc_id: str, indices: Iterable[int], embeddings: bool) -> dict[int, tuple[Sentence, Any]]:
-        idx = sorted({int(i) for i in indices if int(i) >= 0})
-        if not idx:
-            return {}
+    def get_many(
+        self, requests: Mapping[str, Iterable[int]], *, embeddings: bool = False
+    ) -> dict[str, dict[int, tuple[Sentence, np.ndarray | None]]]:
+        """Sentences (and vectors) of several documents in **one** store call.
+
+        ``requests`` maps a document id to the sentence indices wanted; the answer maps it
+        to ``{index: (sentence, vector or None)}`` with missing indices simply absent. The
+        expansion of a query's hits reads all their neighbours through this, so a query
+        costs one read however many documents its hits fall in (docs/benchmarks.md,
+        "Query latency").
+        """
+        wanted = {str(d): sorted({int(i) for i in idx if int(i) >= 0}) for d, idx in requests.items()}
+        owner = {sentence_id(d, i): d for d, idx in wanted.items() for i in idx}
+        ids = list(owner)
+        out: dict[str, dict[int, tuple[Sentence, np.ndarray | None]]] = {d: {} for d in wanted}
+        if not ids:
+            return out
         include = ["documents", "metadatas"] + (["embeddings"] if embeddings else [])
-        got = self.collection.get(ids=[sentence_id(doc_id, i) for i in idx], include=include)
-        vecs = got.get("embeddings") if embeddings else None
-        out: dict[int, tuple[Sentence, Any]] = {}
-        for j, (text, md) in enumerate(zip(got["documents"], got["metadatas"], strict=True)):
-            s = sentence_from_metadata(text or "", md)
-            out[s.index] = (s, np.asarray(vecs[j], dtype=np.float32) if vecs is not None else None)
+        step = self._batch_size()
+        for lo in range(0, len(ids), step):
+            got = self.collection.get(ids=ids[lo : lo + step], include=include)
+            vecs = got.get("embeddings") if embeddings else None
+            for j, (rid, text, md) in enumerate(zip(got["ids"], got["documents"], got["metadatas"], strict=True)):
+                s = sentence_from_metadata(text or "", md)
+                vec = np.asarray(vecs[j], dtype=np.float32) if vecs is not None else None
+                out[owner[rid]][s.index] = (s, vec)
         return out
+
+    def _get(self, doc_id: str, indices: Iterable[int], embeddings: bool) -> dict[int, tuple[Sentence, Any]]:
+        return self.get_many({doc_id: indices}, embeddings=embeddings)[str(doc_id)]
 
     def document_sentences(self, doc_id: str) -> list[Sentence]:
         """All stored sentences of a document, in order."""
