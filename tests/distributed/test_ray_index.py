@@ -158,7 +158,7 @@ def test_cli_unchanged_rerun_encodes_nothing(ray_session, chroma_url: str, corpu
                                  "--ray", "local", "--workers", "2", "-q"])
     assert result.exit_code == 0, result.output
     assert "0 new, 0 updated (0 sentences)" in result.stdout
-    assert "0 tokens" in result.stdout and "unchanged  3" in result.stdout
+    assert "nothing to encode" in result.stdout and "unchanged  3" in result.stdout
     after = _contents(chroma_url, "ray")
     assert sorted(after) == sorted(before)
 
