@@ -1,8 +1,8 @@
 """``landmark``: the package's own pipeline, as a user gets it.
 
-The model is loaded by name with whatever configuration it ships, and hits are expanded the way the package expands them for that model: the
-expansion its ``landmark_config.json`` names (Front-3, the paper's default, when it names
-none), both taken from the :class:`~landmark_rag.LandmarkIndex` a user would open; or the
+The model is loaded by name with whatever configuration it ships, and hits are expanded
+the way the package expands them for that model: the expansion its ``landmark_config.json``
+names (Front-3, the paper's default, when it names none), both taken from the :class:`~landmark_rag.LandmarkIndex` a user would open; or the
 one named by ``expansion`` (``landmark-rag eval --expansion front,surround,adaptive``: one
 system per strategy over the same encoding). Adaptive is query-dependent: it grows from
 the hit while neighbours score within ``margin`` of the hit for THIS question
@@ -17,7 +17,7 @@ import numpy as np
 
 from landmark_rag.evaluation.systems.base import DenseSystem, Workspace
 from landmark_rag.evaluation.systems.expansion import strategy_passage
-from landmark_rag.expand import Adaptive, make_strategy
+from landmark_rag.expand import Adaptive, choose_strategy
 
 
 class LandmarkSystem(DenseSystem):
@@ -32,14 +32,14 @@ class LandmarkSystem(DenseSystem):
         super().__init__()
         self.expansion = expansion
         if expansion is not None:
-            make_strategy(expansion)  # fails fast on an unknown name
+            choose_strategy(expansion)  # fails fast on an unknown name
             self.name = f"landmark-{expansion}"  # type: ignore[misc]  # one report row per strategy
 
     def make_encoder(self, workspace: Workspace) -> Any:
         index = workspace.landmark_index()
         self.strategy = index.strategy
         if self.expansion is not None and self.expansion != index.encoder.config.expansion:
-            self.strategy = make_strategy(self.expansion)
+            self.strategy = index.resolve_strategy(self.expansion)  # that strategy's defaults
         return index.encoder
 
     def passage(self, unit: int) -> tuple[int, int, int]:
