@@ -1,12 +1,12 @@
 """``landmark``: the package's own pipeline, as a user gets it.
 
-The model is loaded by name with whatever configuration it ships, and hits are expanded the way the package expands them for that model: the
-expansion its ``landmark_config.json`` names (Front-3, the paper's default, when it names
-none), both taken from the :class:`~landmark_rag.LandmarkIndex` a user would open; or the
-one named by ``expansion`` (``landmark-rag eval --expansion front,surround,adaptive``: one
-system per strategy over the same encoding). Adaptive is query-dependent: it grows from
-the hit while neighbours score within ``margin`` of the hit for THIS question
-(``passage_for``).
+The model is loaded by name with whatever configuration it ships, and hits are expanded
+the way the package expands them for that model: the expansion its ``landmark_config.json``
+names (Front-3, the paper's default, when it names none), both taken from the
+:class:`~landmark_rag.LandmarkIndex` a user would open; or the one named by ``expansion``
+(``landmark-rag eval --expansion front,surround,adaptive``: one system per strategy over
+the same encoding). Adaptive is query-dependent: it grows from the hit while neighbours
+score within ``margin`` of the hit for THIS question (``passage_for``).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class LandmarkSystem(DenseSystem):
         index = workspace.landmark_index()
         self.strategy = index.strategy
         if self.expansion is not None and self.expansion != index.encoder.config.expansion:
-            self.strategy = choose_strategy(self.expansion)
+            self.strategy = index.resolve_strategy(self.expansion)  # that strategy's defaults
         return index.encoder
 
     def passage(self, unit: int) -> tuple[int, int, int]:
