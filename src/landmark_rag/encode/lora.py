@@ -26,16 +26,27 @@ def merge_lora(model: Any, adapter_dir: str | Path) -> Any:
     adapter_dir = Path(adapter_dir)
     cfg = json.loads((adapter_dir / "adapter_config.json").read_text())
     unsupported = [
-        k for k in ("use_dora", "use_rslora", "modules_to_save", "rank_pattern", "alpha_pattern") if cfg.get(k)
+        k
+        for k in (
+            "use_dora", "use_rslora", "modules_to_save", "rank_pattern", "alpha_pattern",
+            "lora_bias", "layer_replication", "use_qalora", "use_bdlora", "target_parameters",
+            "alora_invocation_tokens",
+        )
+        if cfg.get(k)
     ]
     tokens = cfg.get("trainable_token_indices")
     if tokens and not isinstance(tokens, list):  # a dict targets named layers: leave that to peft
         unsupported.append("trainable_token_indices")
+    if cfg.get("bias", "none") != "none":
+        unsupported.append(f"bias={cfg['bias']}")
     if cfg.get("peft_type", "LORA") != "LORA" or unsupported or cfg.get("fan_in_fan_out"):
         what = unsupported or cfg.get("peft_type")
         raise ImportError(f"adapter in {adapter_dir} uses {what}; install peft to load it")
     scale = float(cfg["lora_alpha"]) / float(cfg["r"])
     weights = load_file(str(adapter_dir / "adapter_model.safetensors"))
+    other = [k for k in weights if not k.endswith((".lora_A.weight", ".lora_B.weight"))]
+    if other:  # e.g. saved embedding rows or biases: peft knows how to apply them
+        raise ImportError(f"adapter in {adapter_dir} also saves {other[:3]}; install peft to load it")
     modules = dict(model.named_modules())
     merged = 0
     for key, a in weights.items():

@@ -4,18 +4,38 @@ encode and store the rest. ``landmark-rag index`` is a thin shell around this.""
 from landmark_rag.ingest.decode import BadFileError, decode_bytes, read_document
 from landmark_rag.ingest.discover import SourceFile, discover_files
 from landmark_rag.ingest.identity import model_source, record_model, recorded_dim, recorded_model
-from landmark_rag.ingest.indexer import FileOutcome, IndexReport, document_metadata, index_files, prune_missing
+from landmark_rag.ingest.indexer import (
+    FileOutcome,
+    IndexReport,
+    PendingDocument,
+    document_metadata,
+    duplicate_ids,
+    encode_and_store,
+    in_groups,
+    index_files,
+    manifest_state,
+    prepare_file,
+    prepare_text,
+    prune_missing,
+)
 
 __all__ = [
     "BadFileError",
     "FileOutcome",
     "IndexReport",
+    "PendingDocument",
     "SourceFile",
     "decode_bytes",
     "discover_files",
     "document_metadata",
+    "duplicate_ids",
+    "encode_and_store",
+    "in_groups",
     "index_files",
+    "manifest_state",
     "model_source",
+    "prepare_file",
+    "prepare_text",
     "prune_missing",
     "read_document",
     "record_model",

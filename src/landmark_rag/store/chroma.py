@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Sequence
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -38,6 +39,7 @@ DEFAULT_COLLECTION = "landmark"
 #: ``db`` value for a store that lives in memory only (tests, notebooks, one-off runs).
 MEMORY = ":memory:"
 IDENTITY_PREFIX = "landmark_rag:"
+GENERATION_KEY = IDENTITY_PREFIX + "generation"
 _WRITING, _COMPLETE = "writing", "complete"
 
 
@@ -188,7 +190,31 @@ class ChromaSentenceStore:
         self._delete_ids(ids)
         if self.manifest is not None:
             self.manifest.delete(ids=[doc_id])
+            self._bump()
         return len(ids)
+
+    def generation(self) -> str | None:
+        """A token that changes whenever a document is completed or deleted (``None``: never).
+
+        Read fresh from the server on every call (about a millisecond), so derived indexes
+        (the lexical index of ``store/lexical.py``) can tell cheaply whether any writer -
+        this process, another one, a Ray worker - changed the store since they last looked.
+        """
+        if self.manifest is None:
+            return None
+        try:
+            fresh = self.manifest._client.get_collection(self.manifest.name, tenant=self.manifest.tenant,
+                                                        database=self.manifest.database)
+            md = fresh.metadata
+        except Exception:  # an old server or a wrapper without these attributes
+            md = self.manifest.metadata
+        value = (md or {}).get(GENERATION_KEY)
+        return None if value is None else str(value)
+
+    def _bump(self) -> None:
+        md = {k: v for k, v in (self.manifest.metadata or {}).items() if not k.startswith("hnsw:")}
+        md[GENERATION_KEY] = uuid.uuid4().hex
+        self.manifest.modify(metadata=md)
 
     def _mark(self, doc_id: str, doc_hash: str, state: str, n: int, user_md: dict[str, Any], text: str | None) -> None:
         if self.manifest is None:
@@ -200,6 +226,8 @@ class ChromaSentenceStore:
             # record is treated as complete)
             self.manifest.delete(ids=[doc_id])
         self.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[md], documents=[text or ""])
+        if state == _COMPLETE:
+            self._bump()
 
     def _ids_of(self, doc_id: str) -> list[str]:
         return list(self.collection.get(where={DOC_ID: doc_id}, include=[])["ids"])
@@ -272,6 +300,39 @@ class ChromaSentenceStore:
             n = min(total, n * 2)
         return []
 
+    def query_ids(self, vector: np.ndarray, n: int, *, where: dict[str, Any] | None = None) -> list[tuple[str, float]]:
+        """Top-``n`` sentence ids with their cosine similarity, nothing else read.
+
+        The cheap first stage of a hybrid search (ids and distances only: a tenth of the cost
+        of reading 100 records' text and metadata); visibility is checked later, on the few
+        records :meth:`hits_by_ids` reads.
+        """
+        n = min(int(n), self.count_sentences())
+        if n <= 0:
+            return []
+        got = self.collection.query(
+            query_embeddings=[np.asarray(vector, dtype=np.float32)], n_results=n, where=where, include=["distances"]
+        )
+        return [(i, self._similarity(float(d))) for i, d in zip(got["ids"][0], got["distances"][0], strict=True)]
+
+    def hits_by_ids(
+        self, ids: Sequence[str], scores: Sequence[float], *, where: dict[str, Any] | None = None
+    ) -> list[Hit]:
+        """The visible records of ``ids`` as hits scored ``scores``, in the given order.
+
+        Records that are gone, fail ``where`` or belong to a document being written are left out.
+        """
+        if not ids:
+            return []
+        got = self.collection.get(ids=list(ids), where=where, include=["documents", "metadatas"])
+        by_id = {i: (t, md) for i, t, md in zip(got["ids"], got["documents"], got["metadatas"], strict=True)}
+        hits = [
+            Hit(sentence_from_metadata(by_id[i][0] or "", by_id[i][1]), float(s), dict(by_id[i][1]))
+            for i, s in zip(ids, scores, strict=True)
+            if i in by_id
+        ]
+        return self._visible(hits)
+
     def _similarity(self, distance: float) -> float:
         """Cosine similarity from Chroma's distance, whatever space the collection uses.
 
@@ -282,6 +343,14 @@ class ChromaSentenceStore:
         if space == "l2":
             return 1.0 - distance / 2.0
         return 1.0 - distance  # cosine and ip distances are both 1 - <a, b>
+
+    def visible(self, hits: list[Hit]) -> list[Hit]:
+        """The hits whose document is completely stored in the version they come from.
+
+        Used for vector hits here and for lexical hits (``store/lexical.py``), so both halves
+        of a hybrid search hide a document that is being written.
+        """
+        return self._visible(hits)
 
     def _visible(self, hits: list[Hit]) -> list[Hit]:
         if self.manifest is None:
@@ -304,18 +373,36 @@ class ChromaSentenceStore:
         """Stored vectors of a document's sentences by index."""
         return {i: v for i, (_, v) in self._get(doc_id, indices, True).items() if v is not None}
 
-    def _get(self, doc_id: str, indices: Iterable[int], embeddings: bool) -> dict[int, tuple[Sentence, Any]]:
-        idx = sorted({int(i) for i in indices if int(i) >= 0})
-        if not idx:
-            return {}
+    def get_many(
+        self, requests: Mapping[str, Iterable[int]], *, embeddings: bool = False
+    ) -> dict[str, dict[int, tuple[Sentence, np.ndarray | None]]]:
+        """Sentences (and vectors) of several documents in **one** store call.
+
+        ``requests`` maps a document id to the sentence indices wanted; the answer maps it
+        to ``{index: (sentence, vector or None)}`` with missing indices simply absent. The
+        expansion of a query's hits reads all their neighbours through this, so a query
+        costs one read however many documents its hits fall in (docs/benchmarks.md,
+        "Query latency").
+        """
+        wanted = {str(d): sorted({int(i) for i in idx if int(i) >= 0}) for d, idx in requests.items()}
+        owner = {sentence_id(d, i): d for d, idx in wanted.items() for i in idx}
+        ids = list(owner)
+        out: dict[str, dict[int, tuple[Sentence, np.ndarray | None]]] = {d: {} for d in wanted}
+        if not ids:
+            return out
         include = ["documents", "metadatas"] + (["embeddings"] if embeddings else [])
-        got = self.collection.get(ids=[sentence_id(doc_id, i) for i in idx], include=include)
-        vecs = got.get("embeddings") if embeddings else None
-        out: dict[int, tuple[Sentence, Any]] = {}
-        for j, (text, md) in enumerate(zip(got["documents"], got["metadatas"], strict=True)):
-            s = sentence_from_metadata(text or "", md)
-            out[s.index] = (s, np.asarray(vecs[j], dtype=np.float32) if vecs is not None else None)
+        step = self._batch_size()
+        for lo in range(0, len(ids), step):
+            got = self.collection.get(ids=ids[lo : lo + step], include=include)
+            vecs = got.get("embeddings") if embeddings else None
+            for j, (rid, text, md) in enumerate(zip(got["ids"], got["documents"], got["metadatas"], strict=True)):
+                s = sentence_from_metadata(text or "", md)
+                vec = np.asarray(vecs[j], dtype=np.float32) if vecs is not None else None
+                out[owner[rid]][s.index] = (s, vec)
         return out
+
+    def _get(self, doc_id: str, indices: Iterable[int], embeddings: bool) -> dict[int, tuple[Sentence, Any]]:
+        return self.get_many({doc_id: indices}, embeddings=embeddings)[str(doc_id)]
 
     def document_sentences(self, doc_id: str) -> list[Sentence]:
         """All stored sentences of a document, in order."""

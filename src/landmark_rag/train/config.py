@@ -47,7 +47,7 @@ class TrainConfig:
     lmk_token: str | None = None  # None: the encoder's default ([SEP] / EOS)
     new_lmk_token: bool = False  # add "[LMK]" as a new token (with LoRA its embedding row is trained and saved too)
     lmk_init: str | None = None  # token whose embedding initialises a new [LMK] (None: the default landmark)
-    data: list[str] = field(default_factory=lambda: ["../shared/data/squad-v1.1-dev-part-a.json"])
+    data: list[str] = field(default_factory=lambda: ["data/squad-v1.1-dev-part-a.json"])
     train_articles: str = "0:16"
     val_articles: str = "16:24"
     lora: bool = True
