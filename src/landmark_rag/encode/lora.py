@@ -44,7 +44,8 @@ def merge_lora(model: Any, adapter_dir: str | Path) -> Any:
         raise ImportError(f"adapter in {adapter_dir} uses {what}; install peft to load it")
     scale = float(cfg["lora_alpha"]) / float(cfg["r"])
     weights = load_file(str(adapter_dir / "adapter_model.safetensors"))
-    other = [k for k in weights if not k.endswith((".lora_A.weight", ".lora_B.weight"))]
+    known = (".lora_A.weight", ".lora_B.weight") + (("token_adapter.trainable_tokens_delta",) if tokens else ())
+    other = [k for k in weights if not k.endswith(known)]
     if other:  # e.g. saved embedding rows or biases: peft knows how to apply them
         raise ImportError(f"adapter in {adapter_dir} also saves {other[:3]}; install peft to load it")
     modules = dict(model.named_modules())
