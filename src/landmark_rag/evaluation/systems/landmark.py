@@ -17,7 +17,7 @@ import numpy as np
 
 from landmark_rag.evaluation.systems.base import DenseSystem, Workspace
 from landmark_rag.evaluation.systems.expansion import strategy_passage
-from landmark_rag.expand import Adaptive, make_strategy
+from landmark_rag.expand import Adaptive, choose_strategy
 
 
 class LandmarkSystem(DenseSystem):
@@ -32,14 +32,14 @@ class LandmarkSystem(DenseSystem):
         super().__init__()
         self.expansion = expansion
         if expansion is not None:
-            make_strategy(expansion)  # fails fast on an unknown name
+            choose_strategy(expansion)  # fails fast on an unknown name
             self.name = f"landmark-{expansion}"  # type: ignore[misc]  # one report row per strategy
 
     def make_encoder(self, workspace: Workspace) -> Any:
         index = workspace.landmark_index()
         self.strategy = index.strategy
         if self.expansion is not None and self.expansion != index.encoder.config.expansion:
-            self.strategy = make_strategy(self.expansion)
+            self.strategy = choose_strategy(self.expansion)
         return index.encoder
 
     def passage(self, unit: int) -> tuple[int, int, int]:
