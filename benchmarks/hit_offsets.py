@@ -21,7 +21,7 @@ import numpy as np
 from landmark_rag import LandmarkEncoder
 from landmark_rag.train import TrainConfig, load_articles
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+DEFAULT_DATA = Path(__file__).resolve().parents[1] / "data" / "squad-v1.1-dev-part-a.json"
 
 
 def offsets(encoder: LandmarkEncoder, articles: list) -> list[int]:  # noqa: ANN001
