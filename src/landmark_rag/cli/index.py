@@ -48,12 +48,13 @@ def index_command(
     queries; run the same command again to finish.
     """
     from landmark_rag.ingest import discover_files, index_files, prune_missing, record_model
-    from landmark_rag.store import ChromaSentenceStore
+    from landmark_rag.store import ChromaSentenceStore, StoreError
 
     db_dir = local_db_path(db)
+    unusable: list = []
     try:
-        files = discover_files(paths, glob=glob, exclude=[db_dir] if db_dir else [])
-    except FileNotFoundError as exc:
+        files = discover_files(paths, glob=glob, exclude=[db_dir] if db_dir else [], skipped=unusable)
+    except OSError as exc:  # missing path, link loop, FIFO given directly
         fail(str(exc))
     client = make_client(db)
     try:
@@ -67,11 +68,20 @@ def index_command(
     if not quiet:
         err_console.print(f"model {encoder.model_name} ({source}), {len(files)} files, store {db} [{collection}]",
                           markup=False)
-    report = index_files(files, encoder, store, batch_size=batch_size, show_progress=not quiet)
-    if prune and not report.interrupted:
-        roots = {f.root for f in files} | {Path(p).expanduser().resolve() for p in paths if Path(p).is_dir()}
-        report.pruned = prune_missing(store, roots)
-    _summary(report, store.count_sentences(), len(store.documents()))
+    try:
+        report = index_files(files, encoder, store, batch_size=batch_size, show_progress=not quiet, skipped=unusable)
+        if prune and not report.interrupted:
+            roots = {f.root for f in files} | {Path(p).expanduser().resolve() for p in paths if Path(p).is_dir()}
+            report.pruned = prune_missing(store, roots)
+        totals = store.count_sentences(), len(store.documents())
+    except StoreError as exc:
+        done = getattr(exc, "report", None)
+        written = len(done.with_status("indexed", "updated")) if done is not None else 0
+        fail(
+            f"{exc}. {written} document(s) were written before the failure; every other document keeps its "
+            "previous version. Run the same command again when the store is reachable."
+        )
+    _summary(report, *totals)
     if report.interrupted:
         err_console.print(
             f"interrupted: {report.not_reached} file(s) not finished; unfinished documents are hidden from "

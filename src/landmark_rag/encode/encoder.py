@@ -15,6 +15,7 @@ import torch
 from tqdm.auto import tqdm
 
 from landmark_rag.encode.config import LandmarkConfig
+from landmark_rag.encode.fingerprint import weights_fingerprint
 from landmark_rag.encode.loading import (
     ModelSource,
     is_causal,
@@ -114,6 +115,7 @@ class LandmarkEncoder:
             config = cls._default_config(source)
         config = replace(config, **{k: v for k, v in config_overrides.items() if k != "extra"})
         config.model_name = config.model_name or source.alias or os.fspath(model)
+        config.weights_fingerprint = weights_fingerprint([path, adapter_dir])
         tokenizer_path = adapter_dir if adapter_dir and Path(adapter_dir, "tokenizer_config.json").is_file() else path
         tokenizer, hf_model = load_hf(
             path, dtype=torch_dtype, trust_remote_code=trust_remote_code, attn_implementation=attn_implementation

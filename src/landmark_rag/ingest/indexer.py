@@ -7,9 +7,13 @@ Kept free of any CLI or framework so it can be driven from Python as well as fro
   a changed one replaces all its old sentences (the store's replace-on-reingest);
 - a bad file (binary, undecodable, empty, unreadable, or one the encoder fails on) is
   reported in the result and never stops the run;
+- a failure of the *store* (server gone, disk full) is not the file's fault: it stops the
+  run with :class:`~landmark_rag.store.StoreError`; every document keeps its previous
+  version (or, if new, stays absent) and the next run carries on;
 - an interruption (Ctrl-C, a kill) never leaves a half-written document visible: the
-  store's manifest hides a document until all its sentences are written, and such a
-  document has no complete hash, so the next run simply indexes it again.
+  store's write protocol keeps a document's previous version visible until all the new
+  sentences are written, a new document stays hidden until complete, and the next run
+  redoes what was unfinished and cleans up what it left behind.
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ from typing import Any, Literal
 from tqdm.auto import tqdm
 
 from landmark_rag.ingest.decode import BadFileError, read_document
-from landmark_rag.ingest.discover import SourceFile
-from landmark_rag.store import content_hash
+from landmark_rag.ingest.discover import SkippedPath, SourceFile
+from landmark_rag.store import StoreError, content_hash
 
 Status = Literal["indexed", "updated", "unchanged", "skipped"]
 
@@ -98,6 +102,7 @@ def index_files(
     batch_size: int = 16,
     show_progress: bool = True,
     group_chars: int = GROUP_CHARS,
+    skipped: Sequence[SkippedPath] = (),
 ) -> IndexReport:
     """Index ``files`` into ``store`` with ``encoder`` (a ``LandmarkEncoder``).
 
@@ -105,10 +110,15 @@ def index_files(
     ``documents``, ``add_document``). ``batch_size`` counts encoder windows. Returns an
     :class:`IndexReport`; a ``KeyboardInterrupt`` ends the run early with
     ``report.interrupted`` set instead of propagating, so the caller can still summarise.
+    ``skipped``: paths discovery could not use (links to nowhere, FIFOs), reported as skipped.
+    A :class:`~landmark_rag.store.StoreError` propagates: the store, not a file, failed.
     """
     report = IndexReport()
-    complete = {doc_id: md.get("doc_hash") for doc_id, md in store.documents().items()}
-    known = set(store.documents(include_incomplete=True))
+    report.outcomes.extend(FileOutcome(str(s.path), str(s.path), "skipped", s.reason) for s in skipped)
+    records = store.documents(include_incomplete=True)
+    complete = {doc_id: md.get("doc_hash") for doc_id, md in records.items() if md.get("state") == "complete"}
+    dirty = {doc_id for doc_id, md in records.items() if md.get("dirty")}
+    known = set(records)
     t0 = time.perf_counter()
     bar = tqdm(total=len(files), desc="indexing", unit="doc", disable=not show_progress, dynamic_ncols=True)
     pending: list[_Pending] = []
@@ -146,6 +156,8 @@ def index_files(
                 continue
             doc_hash = content_hash(text)
             if complete.get(f.doc_id) == doc_hash:
+                if f.doc_id in dirty:  # an earlier run stopped after the commit, before cleaning up
+                    store.clean_document(f.doc_id)
                 report.outcomes.append(FileOutcome(f.doc_id, str(f.path), "unchanged"))
                 done += 1
                 bar.update(1)
@@ -158,6 +170,10 @@ def index_files(
     except KeyboardInterrupt:
         report.interrupted = True
         report.not_reached = len(files) - done
+    except StoreError as exc:
+        report.not_reached = len(files) - done
+        exc.report = report  # type: ignore[attr-defined]  # what was done before the store failed
+        raise
     finally:
         bar.close()
         report.seconds = time.perf_counter() - t0
@@ -185,9 +201,11 @@ def _encode_and_store(
         except BadFileError as exc:
             yield item, FileOutcome(item.file.doc_id, str(item.file.path), "skipped", exc.reason)
             continue
+        except StoreError:
+            raise  # the store failed, not this file: stop (the previous version stays visible)
         except Exception as exc:  # noqa: BLE001 - reported, the run goes on
             yield item, FileOutcome(
-                item.file.doc_id, str(item.file.path), "skipped", f"failed to encode/store: {type(exc).__name__}: {exc}"
+                item.file.doc_id, str(item.file.path), "skipped", f"failed to encode: {type(exc).__name__}: {exc}"
             )
             continue
         yield item, FileOutcome(

@@ -35,12 +35,12 @@ from landmark_rag.langchain.embeddings import LandmarkEmbeddings, embeddings_for
 from landmark_rag.langchain.ids import resolve_doc_ids
 from landmark_rag.retrieve import search_passages
 from landmark_rag.store import DEFAULT_COLLECTION, ChromaSentenceStore, content_hash, flat_metadata, make_client
-from landmark_rag.store.schema import DOC_HASH
+from landmark_rag.store.schema import DOC_HASH, MANIFEST_KEYS
 
 #: Documents encoded per encoder call during ingestion (bounds memory; one progress step).
 _INGEST_BATCH = 32
 #: Manifest fields the store adds next to the user's metadata.
-_MANIFEST_KEYS = {DOC_HASH, "state", "n_sentences"}
+_MANIFEST_KEYS = set(MANIFEST_KEYS)
 #: Keyword arguments ``BaseRetriever.invoke`` may forward that are not search options.
 _IGNORED_KWARGS = {"verbose"}
 
@@ -166,11 +166,21 @@ class LandmarkRetriever(BaseRetriever):
         """
         docs = list(documents)
         doc_ids = resolve_doc_ids(docs, ids)
+        for i, (doc_id, doc) in enumerate(zip(doc_ids, docs, strict=True)):
+            if not doc.page_content.strip():  # checked for all before anything is written
+                raise ValueError(
+                    f"document {i} (id {doc_id!r}) has no text: a document without sentences cannot be "
+                    "retrieved; drop empty documents before adding (nothing was written)"
+                )
         embeddings = self._embeddings(writing=True)
         stored = self.store.documents() if self.skip_unchanged else {}  # one manifest read per call
         todo: dict[str, Document] = {}
         for doc_id, doc in zip(doc_ids, docs, strict=True):
-            if doc_id in todo or _unchanged(stored.get(doc_id), doc):
+            if doc_id in todo:
+                continue
+            if _unchanged(stored.get(doc_id), doc):
+                if stored[doc_id].get("dirty"):  # an earlier write stopped before cleaning up
+                    self.store.clean_document(doc_id)
                 continue
             todo[doc_id] = doc
         items = list(todo.items())

@@ -4,11 +4,13 @@ from landmark_rag.store.chroma import (
     DEFAULT_COLLECTION,
     DEFAULT_DB,
     ChromaSentenceStore,
+    StoreError,
     StoreMismatchError,
     content_hash,
     make_client,
 )
 from landmark_rag.store.schema import (
+    MANIFEST_KEYS,
     flat_metadata,
     sentence_from_metadata,
     sentence_id,
@@ -19,7 +21,9 @@ from landmark_rag.store.schema import (
 __all__ = [
     "DEFAULT_COLLECTION",
     "DEFAULT_DB",
+    "MANIFEST_KEYS",
     "ChromaSentenceStore",
+    "StoreError",
     "StoreMismatchError",
     "content_hash",
     "flat_metadata",

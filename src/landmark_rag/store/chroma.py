@@ -1,21 +1,39 @@
 """Sentence vectors in Chroma (step 3 of the pipeline).
 
-Two collections per store: ``NAME`` holds one record per sentence (id ``doc_id:index``, the
-sentence text, its vector and the flat metadata of :mod:`landmark_rag.store.schema`);
-``NAME__documents`` is a manifest with one record per document (content hash, state,
-number of sentences, the full text, user metadata).
+Two collections per store: ``NAME`` holds one record per sentence (the sentence text, its
+vector and the flat metadata of :mod:`landmark_rag.store.schema`); ``NAME__documents`` is a
+manifest with one record per document (content hash, state, number of sentences, the
+committed version, the full text, user metadata).
 
-Replacing a document follows a small protocol so that an interrupted write never leaves a
-half-indexed document visible to :meth:`ChromaSentenceStore.query`: the manifest is first
-marked ``writing`` (which hides every sentence of the document), then the old sentences are
-deleted and the new ones upserted, and only then is the manifest marked ``complete``.
+Writing a document follows a protocol under which a reader never sees a half-written
+document, and a replaced document's previous version stays visible until the new one is
+complete (an interruption or a store failure at any point leaves the previous version, or
+for a new document nothing, visible):
+
+1. *announce*: the manifest record gets ``dirty=True`` (a new document gets a record with
+   ``state="writing"``, which hides it);
+2. *write*: the new sentences are written under new ids ``doc_id:index@VERSION`` with
+   ``doc_version=VERSION`` in their metadata (VERSION is fresh for every write); readers
+   ignore them because the manifest still names the previous version;
+3. *commit*: one upsert of the manifest record: ``state="complete"``, the new
+   ``doc_hash``, ``doc_version=VERSION``, ``n_sentences`` (still ``dirty``); from here on
+   readers see exactly the new version;
+4. *clean*: sentences of the document with any other version are deleted, then ``dirty``
+   is removed.
+
+A reader shows a sentence when its document has no manifest record (written by another
+tool), or the record is ``complete`` and names the sentence's ``doc_version`` (records
+written before versions existed: the same ``doc_hash``). A record left ``dirty`` by an
+interruption is finished by the next write of that document or by :meth:`clean_document`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Sequence
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -23,9 +41,13 @@ from urllib.parse import urlparse
 import numpy as np
 
 from landmark_rag.store.schema import (
+    DIRTY,
     DOC_HASH,
     DOC_ID,
     INDEX,
+    N_SENTENCES,
+    STATE,
+    VERSION,
     flat_metadata,
     sentence_from_metadata,
     sentence_id,
@@ -37,10 +59,20 @@ DEFAULT_DB = "./landmark_db"
 DEFAULT_COLLECTION = "landmark"
 IDENTITY_PREFIX = "landmark_rag:"
 _WRITING, _COMPLETE = "writing", "complete"
+#: Identity fields compared only when the store has them recorded (added after stores existed).
+OPTIONAL_IDENTITY = ("weights_fingerprint",)
 
 
 class StoreMismatchError(ValueError):
     """The collection was written with another model or landmark configuration."""
+
+
+class StoreError(RuntimeError):
+    """The store itself failed (server gone, disk full, database locked): not the document's fault.
+
+    Raised by writes so that callers stop instead of treating the failure as a bad input
+    file; the document's previous version is still visible (see the module docstring).
+    """
 
 
 def content_hash(text: str) -> str:
@@ -123,7 +155,10 @@ class ChromaSentenceStore:
             md.update({IDENTITY_PREFIX + k: v for k, v in wanted.items()})
             self.collection.modify(metadata=md)
             return
-        diff = {k: (recorded.get(k), v) for k, v in wanted.items() if recorded.get(k) != v}
+        diff = {
+            k: (recorded.get(k), v) for k, v in wanted.items()
+            if recorded.get(k) != v and not (k in OPTIONAL_IDENTITY and k not in recorded)
+        }
         if diff:
             lines = ", ".join(f"{k}: store has {a!r}, requested {b!r}" for k, (a, b) in diff.items())
             raise StoreMismatchError(
@@ -143,7 +178,8 @@ class ChromaSentenceStore:
         """Insert or replace one document's sentences; returns the number stored.
 
         Re-adding a ``doc_id`` replaces all its old sentences, so a shrunk or edited
-        document leaves nothing stale behind.
+        document leaves nothing stale behind. The previous version stays visible until the
+        new one is complete; a failure of the store raises :class:`StoreError`.
         """
         doc_id = encoded.doc_id
         if not doc_id:
@@ -152,40 +188,92 @@ class ChromaSentenceStore:
             raise ValueError("sentences and embeddings differ in length")
         doc_hash = doc_hash or content_hash(encoded.text)
         user_md = flat_metadata(metadata)
-        self._mark(doc_id, doc_hash, _WRITING, len(encoded.sentences), user_md, encoded.text if store_text else None)
-        # Chroma's upsert merges metadata into an existing record, so a key the new version
-        # no longer has would survive; the old sentences are removed first (still hidden).
-        self._delete_ids(self._ids_of(doc_id))
-        ids = [sentence_id(doc_id, s.index) for s in encoded.sentences]
-        mds = [sentence_metadata(s.with_doc_id(doc_id), doc_hash, user_md) for s in encoded.sentences]
+        version = uuid.uuid4().hex[:12]
+        ids = [sentence_id(doc_id, s.index, version) for s in encoded.sentences]
+        mds = [sentence_metadata(s.with_doc_id(doc_id), doc_hash, user_md, version) for s in encoded.sentences]
         docs = [s.text for s in encoded.sentences]
         vecs = np.asarray(encoded.embeddings, dtype=np.float32)
-        step = self._batch_size()
-        for i in range(0, len(ids), step):
-            self.collection.upsert(
-                ids=ids[i : i + step], embeddings=vecs[i : i + step], metadatas=mds[i : i + step],
-                documents=docs[i : i + step],
-            )
-        self._mark(doc_id, doc_hash, _COMPLETE, len(ids), user_md, encoded.text if store_text else None)
+        text = encoded.text if store_text else None
+        with _store_errors(f"writing document {doc_id!r}"):
+            previous = self._announce(doc_id, doc_hash, len(ids), user_md, version)
+            step = self._batch_size()
+            for i in range(0, len(ids), step):
+                self.collection.upsert(
+                    ids=ids[i : i + step], embeddings=vecs[i : i + step], metadatas=mds[i : i + step],
+                    documents=docs[i : i + step],
+                )
+            self._commit(doc_id, doc_hash, len(ids), user_md, version, text, previous)
+            self.clean_document(doc_id)
         return len(ids)
 
     def delete_document(self, doc_id: str) -> int:
-        """Remove a document and all its sentences; returns how many sentences went."""
-        ids = self._ids_of(doc_id)
-        self._delete_ids(ids)
-        if self.manifest is not None:
-            self.manifest.delete(ids=[doc_id])
+        """Remove a document and all its sentences; returns how many sentences went.
+
+        The manifest record goes first, so a reader never sees a partly deleted document.
+        """
+        with _store_errors(f"deleting document {doc_id!r}"):
+            if self.manifest is not None:
+                self.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[{STATE: _WRITING, DIRTY: True}],
+                                     documents=[""])
+            ids = self._ids_of(doc_id)
+            self._delete_ids(ids)
+            if self.manifest is not None:
+                self.manifest.delete(ids=[doc_id])
         return len(ids)
 
-    def _mark(self, doc_id: str, doc_hash: str, state: str, n: int, user_md: dict[str, Any], text: str | None) -> None:
+    def clean_document(self, doc_id: str) -> int:
+        """Delete the sentences of ``doc_id`` that belong to no committed version; returns how many.
+
+        Finishes a write that was interrupted (or failed) after step 1 of the protocol. Only
+        call it for a document no other process is writing right now (a writer calls it for
+        its own documents).
+        """
+        if self.manifest is None:
+            return 0
+        with _store_errors(f"cleaning document {doc_id!r}"):
+            rec = self._manifest_records([doc_id]).get(doc_id)
+            if rec is None:
+                return 0
+            committed = rec.get(VERSION) if rec.get(STATE) == _COMPLETE else None
+            got = self.collection.get(where={DOC_ID: doc_id}, include=["metadatas"])
+            stale = [
+                i for i, md in zip(got["ids"], got["metadatas"], strict=True)
+                if not _is_current(md or {}, rec, committed)
+            ]
+            self._delete_ids(stale)
+            if rec.get(DIRTY):
+                self.manifest.update(ids=[doc_id], metadatas=[{DIRTY: None}])
+        return len(stale)
+
+    def _announce(
+        self, doc_id: str, doc_hash: str, n: int, user_md: dict[str, Any], version: str
+    ) -> dict[str, Any] | None:
+        """Step 1: flag the record dirty, keeping a complete previous version visible."""
+        if self.manifest is None:
+            return None
+        previous = self._manifest_records([doc_id]).get(doc_id)
+        if previous is not None and previous.get(STATE) == _COMPLETE:
+            self.manifest.update(ids=[doc_id], metadatas=[{DIRTY: True}])
+        else:
+            md = {**user_md, DOC_HASH: doc_hash, STATE: _WRITING, N_SENTENCES: n, VERSION: version, DIRTY: True}
+            self.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[md], documents=[""])
+        return previous
+
+    def _commit(
+        self, doc_id: str, doc_hash: str, n: int, user_md: dict[str, Any], version: str, text: str | None,
+        previous: dict[str, Any] | None,
+    ) -> None:
+        """Step 3: one upsert makes the new version the visible one.
+
+        Chroma merges metadata on upsert, so keys of the previous record that the new one
+        lacks are removed in the same call (a ``None`` value deletes a key).
+        """
         if self.manifest is None:
             return
-        md = {**user_md, DOC_HASH: doc_hash, "state": state, "n_sentences": n}
-        if state == _COMPLETE:
-            # upsert merges metadata, so the old record's keys would survive; dropping it is
-            # safe only now that every sentence is written (a document with no manifest
-            # record is treated as complete)
-            self.manifest.delete(ids=[doc_id])
+        md: dict[str, Any] = {**user_md, DOC_HASH: doc_hash, STATE: _COMPLETE, N_SENTENCES: n, VERSION: version,
+                              DIRTY: True}
+        for key in previous or {}:
+            md.setdefault(key, None)
         self.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[md], documents=[text or ""])
 
     def _ids_of(self, doc_id: str) -> list[str]:
@@ -207,34 +295,39 @@ class ChromaSentenceStore:
         """Manifest records by document id (``state``, ``doc_hash``, ``n_sentences``, metadata)."""
         if self.manifest is None:
             return {}
-        got = self.manifest.get(include=["metadatas"])
+        with _store_errors("reading the manifest"):
+            got = self.manifest.get(include=["metadatas"])
         out = {}
         for doc_id, md in zip(got["ids"], got["metadatas"], strict=True):
             md = dict(md or {})
-            if include_incomplete or md.get("state") == _COMPLETE:
+            if include_incomplete or md.get(STATE) == _COMPLETE:
                 out[doc_id] = md
         return out
 
     def document_hash(self, doc_id: str) -> str | None:
         """Content hash of a completely stored document, else ``None`` (absent or interrupted)."""
         rec = self._manifest_records([doc_id]).get(doc_id)
-        return rec[DOC_HASH] if rec and rec.get("state") == _COMPLETE else None
+        return rec[DOC_HASH] if rec and rec.get(STATE) == _COMPLETE else None
 
     def document_text(self, doc_id: str) -> str | None:
         """The full text stored with a document, if it was stored."""
         if self.manifest is None:
             return None
-        got = self.manifest.get(ids=[doc_id], include=["documents"])
+        with _store_errors("reading the manifest"):
+            got = self.manifest.get(ids=[doc_id], include=["documents"])
         return (got["documents"][0] or None) if got["ids"] else None
 
     def count_sentences(self) -> int:
-        return int(self.collection.count())
+        """Sentences stored, of every version (while a document is replaced: both)."""
+        with _store_errors("counting sentences"):
+            return int(self.collection.count())
 
     def _manifest_records(self, doc_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         ids = sorted(set(doc_ids))
         if self.manifest is None or not ids:
             return {}
-        got = self.manifest.get(ids=ids, include=["metadatas"])
+        with _store_errors("reading the manifest"):
+            got = self.manifest.get(ids=ids, include=["metadatas"])
         return {i: dict(md or {}) for i, md in zip(got["ids"], got["metadatas"], strict=True)}
 
     # ------------------------------------------------------------------ reading
@@ -274,14 +367,7 @@ class ChromaSentenceStore:
         if self.manifest is None:
             return hits
         records = self._manifest_records(h.sentence.doc_id for h in hits if h.sentence.doc_id)
-        out = []
-        for h in hits:
-            rec = records.get(str(h.sentence.doc_id))
-            if rec is None:
-                out.append(h)  # written by another tool without a manifest: trust it
-            elif rec.get("state") == _COMPLETE and rec.get(DOC_HASH) == h.metadata.get(DOC_HASH, rec.get(DOC_HASH)):
-                out.append(h)
-        return out
+        return [h for h in hits if _is_visible(h.metadata, records.get(str(h.sentence.doc_id)))]
 
     def get_sentences(self, doc_id: str, indices: Iterable[int]) -> dict[int, Sentence]:
         """Stored sentences of a document by index (missing indices are simply absent)."""
@@ -296,33 +382,83 @@ class ChromaSentenceStore:
         if not idx:
             return {}
         include = ["documents", "metadatas"] + (["embeddings"] if embeddings else [])
-        got = self.collection.get(ids=[sentence_id(doc_id, i) for i in idx], include=include)
-        vecs = got.get("embeddings") if embeddings else None
-        out: dict[int, tuple[Sentence, Any]] = {}
-        for j, (text, md) in enumerate(zip(got["documents"], got["metadatas"], strict=True)):
-            s = sentence_from_metadata(text or "", md)
-            out[s.index] = (s, np.asarray(vecs[j], dtype=np.float32) if vecs is not None else None)
-        return out
+        where = {DOC_ID: doc_id} if len(idx) > 64 else {"$and": [{DOC_ID: doc_id}, {INDEX: {"$in": idx}}]}
+        wanted = set(idx)
+        return {
+            s.index: (s, v) for s, v in self._current_sentences(doc_id, where, include, embeddings)
+            if s.index in wanted
+        }
 
     def document_sentences(self, doc_id: str) -> list[Sentence]:
-        """All stored sentences of a document, in order."""
-        got = self.collection.get(where={DOC_ID: doc_id}, include=["documents", "metadatas"])
-        sents = [sentence_from_metadata(t or "", md) for t, md in zip(got["documents"], got["metadatas"], strict=True)]
-        return sorted(sents, key=lambda s: s.index)
+        """All stored sentences of a document's visible version, in order."""
+        found = self._current_sentences(doc_id, {DOC_ID: doc_id}, ["documents", "metadatas"], False)
+        return sorted((s for s, _ in found), key=lambda s: s.index)
 
     def document_embeddings(self, doc_id: str) -> tuple[list[Sentence], np.ndarray]:
-        """All stored sentences of a document and their vectors, in order."""
-        got = self.collection.get(where={DOC_ID: doc_id}, include=["documents", "metadatas", "embeddings"])
-        pairs = sorted(
-            (
-                (sentence_from_metadata(t or "", md), np.asarray(v, dtype=np.float32))
-                for t, md, v in zip(got["documents"], got["metadatas"], got["embeddings"], strict=True)
-            ),
-            key=lambda p: p[0].index,
-        )
+        """All stored sentences of a document's visible version and their vectors, in order."""
+        found = self._current_sentences(doc_id, {DOC_ID: doc_id}, ["documents", "metadatas", "embeddings"], True)
+        pairs = sorted(found, key=lambda p: p[0].index)
         if not pairs:
             return [], np.zeros((0, 0), dtype=np.float32)
         return [p[0] for p in pairs], np.stack([p[1] for p in pairs])
+
+    def _current_sentences(
+        self, doc_id: str, where: dict[str, Any], include: list[str], embeddings: bool
+    ) -> list[tuple[Sentence, Any]]:
+        """Sentences of ``doc_id`` matching ``where``, only those of the version readers see.
+
+        While a document is being replaced both versions are stored; the manifest says
+        which one is visible (one extra small read, only when versioned sentences exist).
+        """
+        with _store_errors(f"reading document {doc_id!r}"):
+            got = self.collection.get(where=where, include=include)
+        mds = [dict(md or {}) for md in got["metadatas"]]
+        rec: dict[str, Any] | None = None
+        if any(VERSION in md for md in mds) and self.manifest is not None:
+            rec = self._manifest_records([doc_id]).get(doc_id)
+        vecs = got.get("embeddings") if embeddings else None
+        out = []
+        for j, (text, md) in enumerate(zip(got["documents"], mds, strict=True)):
+            if rec is not None and not _is_visible(md, rec):
+                continue
+            vec = np.asarray(vecs[j], dtype=np.float32) if vecs is not None else None
+            out.append((sentence_from_metadata(text or "", md), vec))
+        return out
+
+
+def _is_visible(metadata: dict[str, Any], record: dict[str, Any] | None) -> bool:
+    """Whether a stored sentence is part of what readers see (see the module docstring)."""
+    if record is None:
+        return True  # written by another tool without a manifest: trust it
+    if record.get(STATE) != _COMPLETE:
+        return False
+    return _is_current(metadata, record, record.get(VERSION))
+
+
+def _is_current(metadata: dict[str, Any], record: dict[str, Any], committed: Any) -> bool:
+    """Whether a sentence belongs to the committed version ``committed`` of its document."""
+    if committed:
+        return metadata.get(VERSION) == committed
+    if record.get(STATE) != _COMPLETE:
+        return False  # a document that never completed has no version to keep
+    # a record written before versions existed: its sentences carry no version, same hash
+    return VERSION not in metadata and metadata.get(DOC_HASH, record.get(DOC_HASH)) == record.get(DOC_HASH)
+
+
+@contextmanager
+def _store_errors(what: str) -> Iterator[None]:
+    """Turn anything the Chroma client raises into :class:`StoreError` (saying what was being done)."""
+    try:
+        yield
+    except (StoreError, StoreMismatchError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - chromadb raises many kinds for one dead server
+        raise StoreError(f"store failed while {what}: {type(exc).__name__}: {_one_line(exc)}") from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def _space(collection: Any) -> str:
@@ -344,6 +480,7 @@ __all__ = [
     "DEFAULT_DB",
     "INDEX",
     "ChromaSentenceStore",
+    "StoreError",
     "StoreMismatchError",
     "content_hash",
     "make_client",
