@@ -47,6 +47,14 @@ def node_doc_id(node: BaseNode) -> str:
     return str(node.ref_doc_id or node.node_id)
 
 
+def duplicate_id_message(doc_id: str) -> str:
+    """The error for two documents sharing one ``id_`` in a run (their sentence ids collide)."""
+    return (
+        f"document id {doc_id!r} is used by more than one document in this run; give every Document a "
+        "unique id_ (nothing was written)"
+    )
+
+
 def node_to_hit(node: BaseNode, score: float | None) -> Hit:
     """A retrieved sentence node as a core ``Hit``."""
     return Hit(node_to_sentence(node), float(score if score is not None else 0.0), dict(node.metadata))

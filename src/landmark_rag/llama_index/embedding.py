@@ -29,7 +29,13 @@ from llama_index.core.instrumentation.events.embedding import EmbeddingEndEvent,
 from llama_index.core.schema import BaseNode, MetadataMode
 
 from landmark_rag.encode import LandmarkEncoder
-from landmark_rag.llama_index.convert import is_sentence_node, node_doc_id, node_text, node_to_sentence
+from landmark_rag.llama_index.convert import (
+    duplicate_id_message,
+    is_sentence_node,
+    node_doc_id,
+    node_text,
+    node_to_sentence,
+)
 from landmark_rag.models import default_model_name
 from landmark_rag.types import Sentence
 
@@ -165,6 +171,8 @@ class LandmarkEmbedding(BaseEmbedding):
         for doc_id, doc_nodes in by_doc.items():
             pairs = sorted(((node_to_sentence(n), n) for n in doc_nodes), key=lambda p: p[0].index)
             sents = [p[0] for p in pairs]
+            if len({s.index for s in sents}) != len(sents):  # two Documents with one id_
+                raise ValueError(duplicate_id_message(doc_id))
             text = sources.get(doc_id)
             if text is None or any(text[s.start : s.end] != s.text for s in sents):
                 text = rebuild_text(sents, doc_id)

@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
+import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -101,6 +103,50 @@ class ChromaSentenceStore:
     def __init__(self, collection: Any, manifest: Any | None = None) -> None:
         self.collection = collection
         self.manifest = manifest
+        self._reopen_lock = threading.Lock()
+        self._local_path = _local_path(collection)
+        self._seen = _signature(self._local_path) if self._local_path else None
+
+    # ------------------------------------------------------------------ freshness
+    def _fresh(self) -> None:
+        """Reopen a local store that another process changed since this one opened it.
+
+        A Chroma PersistentClient keeps its vector index in memory: after another process
+        writes, counts and metadata (read from SQLite) are new but searches run on the old
+        index and filtered searches fail ("Error finding id"). The database file changes on
+        every write, so comparing its size and modification time (one ``stat``) tells when
+        to reopen (tens of milliseconds). Server stores are always current.
+        """
+        if self._local_path is None:
+            return
+        now = _signature(self._local_path)
+        if now == self._seen:
+            return
+        with self._reopen_lock:
+            if now == self._seen:
+                return
+            self._reopen()
+            # a write within the file clock's resolution may not move the mtime: a signature
+            # taken that close to a write is not trusted, so the next read checks again
+            self._seen = None if _recent(now) else now
+
+    def _own_write_done(self) -> None:
+        """This store's own writes are visible to it: no reopen for them (a local store has
+        one writing process at a time; see docs/reliability.md)."""
+        if self._local_path is not None:
+            self._seen = _signature(self._local_path)
+
+    def _reopen(self) -> None:
+        import chromadb
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        # drop the shared (stale) system for this path without stopping it: other holders
+        # of the old client keep working; this store gets a new client on fresh state
+        SharedSystemClient._identifier_to_system.pop(self._local_path, None)
+        client = chromadb.PersistentClient(path=self._local_path)
+        self.collection = client.get_collection(self.collection.name, embedding_function=None)
+        if self.manifest is not None:
+            self.manifest = client.get_collection(self.manifest.name, embedding_function=None)
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -141,8 +187,30 @@ class ChromaSentenceStore:
             store.check_identity(identity or {})
         return store
 
+    @classmethod
+    def for_collection(cls, collection: Any, *, create_manifest: bool = False) -> ChromaSentenceStore:
+        """A store over a collection someone else opened (e.g. a LlamaIndex ``ChromaVectorStore``'s).
+
+        Its manifest is attached when it exists (so reads honour the write protocol), or
+        created when ``create_manifest`` (for a writer).
+        """
+        from chromadb.api.models.Collection import Collection
+
+        server = collection._client
+        name = _manifest_name(collection.name)
+        where = {"tenant": collection.tenant, "database": collection.database}
+        try:
+            if create_manifest:
+                model = server.get_or_create_collection(name=name, **where)
+            else:
+                model = server.get_collection(name=name, **where)
+        except Exception:  # noqa: BLE001 - no manifest: a collection written without the protocol
+            return cls(collection)
+        return cls(collection, Collection(client=server, model=model, embedding_function=None))
+
     def identity(self) -> dict[str, Any]:
         """The model identity recorded on the collection (empty if none)."""
+        self._fresh()
         md = self.collection.metadata or {}
         return {k[len(IDENTITY_PREFIX):]: v for k, v in md.items() if k.startswith(IDENTITY_PREFIX)}
 
@@ -154,6 +222,7 @@ class ChromaSentenceStore:
             md = {k: v for k, v in (self.collection.metadata or {}).items() if not k.startswith("hnsw:")}
             md.update({IDENTITY_PREFIX + k: v for k, v in wanted.items()})
             self.collection.modify(metadata=md)
+            self._own_write_done()
             return
         diff = {
             k: (recorded.get(k), v) for k, v in wanted.items()
@@ -188,29 +257,60 @@ class ChromaSentenceStore:
             raise ValueError("sentences and embeddings differ in length")
         doc_hash = doc_hash or content_hash(encoded.text)
         user_md = flat_metadata(metadata)
-        version = uuid.uuid4().hex[:12]
-        ids = [sentence_id(doc_id, s.index, version) for s in encoded.sentences]
-        mds = [sentence_metadata(s.with_doc_id(doc_id), doc_hash, user_md, version) for s in encoded.sentences]
-        docs = [s.text for s in encoded.sentences]
         vecs = np.asarray(encoded.embeddings, dtype=np.float32)
-        text = encoded.text if store_text else None
-        with _store_errors(f"writing document {doc_id!r}"):
-            previous = self._announce(doc_id, doc_hash, len(ids), user_md, version)
+        docs = [s.text for s in encoded.sentences]
+
+        def write(version: str) -> None:
+            ids = [sentence_id(doc_id, s.index, version) for s in encoded.sentences]
+            mds = [sentence_metadata(s.with_doc_id(doc_id), doc_hash, user_md, version) for s in encoded.sentences]
             step = self._batch_size()
             for i in range(0, len(ids), step):
                 self.collection.upsert(
                     ids=ids[i : i + step], embeddings=vecs[i : i + step], metadatas=mds[i : i + step],
                     documents=docs[i : i + step],
                 )
-            self._commit(doc_id, doc_hash, len(ids), user_md, version, text, previous)
-            self.clean_document(doc_id)
-        return len(ids)
+
+        self.write_document(
+            doc_id, write, n_sentences=len(docs), doc_hash=doc_hash, metadata=user_md,
+            text=encoded.text if store_text else None,
+        )
+        return len(docs)
+
+    def write_document(
+        self,
+        doc_id: str,
+        write: Callable[[str], None],
+        *,
+        n_sentences: int,
+        doc_hash: str,
+        metadata: dict[str, Any] | None = None,
+        text: str | None = None,
+    ) -> str:
+        """Run the replace protocol (module docstring) around ``write(version)``; returns the version.
+
+        ``write`` stores the document's sentences itself (e.g. through a framework's vector
+        store), each with id ``sentence_id(doc_id, index, version)`` and ``doc_version=version``
+        in its metadata. Until it returns and the manifest is committed, readers keep seeing
+        the previous version; if it raises, the previous version stays and the exception
+        propagates (a store failure as :class:`StoreError`).
+        """
+        self._fresh()
+        user_md = flat_metadata(metadata)
+        version = uuid.uuid4().hex[:12]
+        with _store_errors(f"writing document {doc_id!r}"):
+            previous = self._announce(doc_id, doc_hash, n_sentences, user_md, version)
+            write(version)
+            self._commit(doc_id, doc_hash, n_sentences, user_md, version, text, previous)
+            self._clean(doc_id)
+        self._own_write_done()
+        return version
 
     def delete_document(self, doc_id: str) -> int:
         """Remove a document and all its sentences; returns how many sentences went.
 
         The manifest record goes first, so a reader never sees a partly deleted document.
         """
+        self._fresh()
         with _store_errors(f"deleting document {doc_id!r}"):
             if self.manifest is not None:
                 self.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[{STATE: _WRITING, DIRTY: True}],
@@ -219,6 +319,7 @@ class ChromaSentenceStore:
             self._delete_ids(ids)
             if self.manifest is not None:
                 self.manifest.delete(ids=[doc_id])
+        self._own_write_done()
         return len(ids)
 
     def clean_document(self, doc_id: str) -> int:
@@ -228,6 +329,12 @@ class ChromaSentenceStore:
         call it for a document no other process is writing right now (a writer calls it for
         its own documents).
         """
+        self._fresh()
+        removed = self._clean(doc_id)
+        self._own_write_done()
+        return removed
+
+    def _clean(self, doc_id: str) -> int:
         if self.manifest is None:
             return 0
         with _store_errors(f"cleaning document {doc_id!r}"):
@@ -252,12 +359,28 @@ class ChromaSentenceStore:
         if self.manifest is None:
             return None
         previous = self._manifest_records([doc_id]).get(doc_id)
+        if previous is None:
+            previous = self._adopt(doc_id)
         if previous is not None and previous.get(STATE) == _COMPLETE:
             self.manifest.update(ids=[doc_id], metadatas=[{DIRTY: True}])
         else:
             md = {**user_md, DOC_HASH: doc_hash, STATE: _WRITING, N_SENTENCES: n, VERSION: version, DIRTY: True}
             self.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[md], documents=[""])
         return previous
+
+    def _adopt(self, doc_id: str) -> dict[str, Any] | None:
+        """A manifest record for sentences written without one (another tool, an older version).
+
+        They count as the document's complete previous version, so they stay visible while
+        the new version is written (a ``writing`` record would hide them).
+        """
+        got = self.collection.get(where={DOC_ID: doc_id}, include=["metadatas"])
+        if not got["ids"]:
+            return None
+        md = dict(got["metadatas"][0] or {})
+        record = {DOC_HASH: str(md.get(DOC_HASH, "")), STATE: _COMPLETE, N_SENTENCES: len(got["ids"]), DIRTY: True}
+        self.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[record], documents=[""])
+        return record
 
     def _commit(
         self, doc_id: str, doc_hash: str, n: int, user_md: dict[str, Any], version: str, text: str | None,
@@ -293,6 +416,7 @@ class ChromaSentenceStore:
     # ------------------------------------------------------------------ documents
     def documents(self, *, include_incomplete: bool = False) -> dict[str, dict[str, Any]]:
         """Manifest records by document id (``state``, ``doc_hash``, ``n_sentences``, metadata)."""
+        self._fresh()
         if self.manifest is None:
             return {}
         with _store_errors("reading the manifest"):
@@ -311,6 +435,7 @@ class ChromaSentenceStore:
 
     def document_text(self, doc_id: str) -> str | None:
         """The full text stored with a document, if it was stored."""
+        self._fresh()
         if self.manifest is None:
             return None
         with _store_errors("reading the manifest"):
@@ -319,6 +444,7 @@ class ChromaSentenceStore:
 
     def count_sentences(self) -> int:
         """Sentences stored, of every version (while a document is replaced: both)."""
+        self._fresh()
         with _store_errors("counting sentences"):
             return int(self.collection.count())
 
@@ -333,6 +459,7 @@ class ChromaSentenceStore:
     # ------------------------------------------------------------------ reading
     def query(self, vector: np.ndarray, k: int, *, where: dict[str, Any] | None = None) -> list[Hit]:
         """Top-``k`` sentences by cosine similarity, only from completely stored documents."""
+        self._fresh()
         if k <= 0:
             return []
         total = self.count_sentences()
@@ -402,14 +529,40 @@ class ChromaSentenceStore:
             return [], np.zeros((0, 0), dtype=np.float32)
         return [p[0] for p in pairs], np.stack([p[1] for p in pairs])
 
+    def sentence_records(self, doc_id: str, indices: Iterable[int]) -> dict[int, tuple[str, str, dict[str, Any]]]:
+        """Visible stored records of a document's sentences by index: ``(id, text, metadata)``.
+
+        For callers holding a sentence's address rather than its record id (record ids carry
+        the write's version, ``doc_id:index@VERSION``).
+        """
+        idx = sorted({int(i) for i in indices if int(i) >= 0})
+        if not idx:
+            return {}
+        where = {"$and": [{DOC_ID: doc_id}, {INDEX: {"$in": idx}}]}
+        return {
+            int(md[INDEX]): (rid, text, md)
+            for rid, text, md, _ in self._current_records(doc_id, where, ["documents", "metadatas"], False)
+        }
+
     def _current_sentences(
         self, doc_id: str, where: dict[str, Any], include: list[str], embeddings: bool
     ) -> list[tuple[Sentence, Any]]:
-        """Sentences of ``doc_id`` matching ``where``, only those of the version readers see.
+        """Sentences of ``doc_id`` matching ``where``, only those of the version readers see."""
+        return [
+            (sentence_from_metadata(text, md), vec) for _, text, md, vec in self._current_records(
+                doc_id, where, include, embeddings
+            )
+        ]
+
+    def _current_records(
+        self, doc_id: str, where: dict[str, Any], include: list[str], embeddings: bool
+    ) -> list[tuple[str, str, dict[str, Any], Any]]:
+        """Records of ``doc_id`` matching ``where``, only those of the version readers see.
 
         While a document is being replaced both versions are stored; the manifest says
         which one is visible (one extra small read, only when versioned sentences exist).
         """
+        self._fresh()
         with _store_errors(f"reading document {doc_id!r}"):
             got = self.collection.get(where=where, include=include)
         mds = [dict(md or {}) for md in got["metadatas"]]
@@ -418,11 +571,11 @@ class ChromaSentenceStore:
             rec = self._manifest_records([doc_id]).get(doc_id)
         vecs = got.get("embeddings") if embeddings else None
         out = []
-        for j, (text, md) in enumerate(zip(got["documents"], mds, strict=True)):
+        for j, (rid, text, md) in enumerate(zip(got["ids"], got["documents"], mds, strict=True)):
             if rec is not None and not _is_visible(md, rec):
                 continue
             vec = np.asarray(vecs[j], dtype=np.float32) if vecs is not None else None
-            out.append((sentence_from_metadata(text or "", md), vec))
+            out.append((rid, text or "", md, vec))
         return out
 
 
@@ -459,6 +612,36 @@ def _store_errors(what: str) -> Iterator[None]:
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _local_path(collection: Any) -> str | None:
+    """The folder of a PersistentClient's collection (``None`` for a server or in memory)."""
+    try:
+        settings = collection._client.get_settings()
+    except Exception:  # noqa: BLE001 - not a chromadb collection (or an older client)
+        return None
+    path = getattr(settings, "persist_directory", None)
+    if not getattr(settings, "is_persistent", False) or not path or not Path(path, "chroma.sqlite3").exists():
+        return None
+    return str(path)
+
+
+def _signature(path: str) -> tuple[Any, ...]:
+    """What changes whenever any process writes the store: the SQLite files' size and mtime."""
+    out: list[Any] = []
+    for name in ("chroma.sqlite3", "chroma.sqlite3-wal"):
+        try:
+            st = os.stat(os.path.join(path, name))
+        except OSError:
+            out.append(None)
+        else:
+            out.append((st.st_mtime_ns, st.st_size, st.st_ino))
+    return tuple(out)
+
+
+def _recent(signature: tuple[Any, ...], within_s: float = 0.05) -> bool:
+    newest = max((part[0] for part in signature if part is not None), default=0)
+    return time.time_ns() - newest < within_s * 1e9
 
 
 def _space(collection: Any) -> str:
