@@ -2,7 +2,10 @@
 process writes to it. Opens the store once, then searches in a loop until ``STOP_FILE``
 exists; prints one JSON line per observation and a final line.
 
-Usage: reader_probe.py DB STOP_FILE NEW_DOC_ID
+Usage: reader_probe.py DB STOP_FILE NEW_DOC_ID [--no-refresh]
+
+``--no-refresh`` disables the store's reopen-on-change (to measure what a reader without it
+sees; docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ def observe(store: ChromaSentenceStore) -> dict:
 
 def main() -> None:
     db, stop_file, new_doc = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+    if "--no-refresh" in sys.argv[4:]:
+        ChromaSentenceStore._fresh = lambda self: None
     store = ChromaSentenceStore.open(db, "landmark", create=False)
     n, errors = 0, []
     while not stop_file.exists():
@@ -49,14 +54,16 @@ def main() -> None:
         except Exception as exc:  # noqa: BLE001 - reported to the test
             errors.append(f"{type(exc).__name__}: {exc}")
         time.sleep(0.1)
-    final = observe(store)
-    # the new document must be searchable, not only counted: its own vector finds it first
-    vecs = store.get_embeddings(new_doc, [0])
-    top = store.query(vecs[0], 1) if vecs else []
-    print(json.dumps({
-        "final": final["texts"], "observations": n, "errors": errors,
-        "new_doc_found": bool(top) and top[0].sentence.doc_id == new_doc and top[0].sentence.index == 0,
-    }), flush=True)
+    report: dict = {"observations": n, "errors": errors, "final": None, "new_doc_found": False}
+    try:
+        report["final"] = observe(store)["texts"]
+        # the new document must be searchable, not only counted: its own vector finds it first
+        vecs = store.get_embeddings(new_doc, [0])
+        top = store.query(vecs[0], 1) if vecs else []
+        report["new_doc_found"] = bool(top) and top[0].sentence.doc_id == new_doc and top[0].sentence.index == 0
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        errors.append(f"final: {type(exc).__name__}: {exc}")
+    print(json.dumps(report), flush=True)
 
 
 if __name__ == "__main__":

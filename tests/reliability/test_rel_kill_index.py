@@ -44,6 +44,10 @@ def check_reader_view(db, allowed: list[dict[str, str]]) -> dict[str, str]:
     hits = store.query(vec, store.count_sentences())
     keys = [(h.sentence.doc_id, h.sentence.index) for h in hits]
     assert len(keys) == len(set(keys)) == n_visible
+    versions = [next(i for i, v in enumerate(allowed) if v[doc_id] == text) for doc_id, text in state.items()]
+    print(f"FAULT reader view: {len(state)} documents visible ({versions.count(0)} previous, "
+          f"{len(versions) - versions.count(0)} new), {n_visible} sentences, 0 duplicates, "
+          f"{store.count_sentences()} stored")
     return state
 
 
@@ -65,6 +69,7 @@ def kill_rerun_cycle(tmp_path, model, points: list[str], random_kills: int, n_do
         extra = {"LANDMARK_RAG_TEST_BATCH": "3"} if point.startswith("upsert") else {}
         killed = cli(*index_args(folder, db, model), kill_at=point, extra_env=extra)
         assert killed.returncode == -signal.SIGKILL, (point, killed.stderr[-2000:])
+        print(f"FAULT kill -9 at {point}:", end=" ")
         check_reader_view(db, [v1, v2])
     rng = random.Random(0)
     for _ in range(random_kills):  # kill -9 from outside, wherever the child happens to be
@@ -72,10 +77,12 @@ def kill_rerun_cycle(tmp_path, model, points: list[str], random_kills: int, n_do
         time.sleep(rng.uniform(2.0, 8.0))  # start-up alone takes seconds: some kills land mid-write
         proc.kill()
         proc.communicate(timeout=60)
+        print("FAULT kill -9 from outside:", end=" ")
         check_reader_view(db, [v1, v2])
 
     final = cli(*index_args(folder, db, model))
     assert final.returncode == 0, final.stderr
+    print("FAULT re-run:", end=" ")
     assert check_reader_view(db, [v2]) == v2
     store = open_fresh(db)
     records = store.documents(include_incomplete=True)
