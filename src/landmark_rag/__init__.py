@@ -5,9 +5,14 @@ The pipeline, one sub-package per step: ``segment`` -> ``encode`` -> ``store`` -
 LangChain (``landmark_rag.langchain``) are thin wrappers over it.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from landmark_rag.encode import LandmarkConfig, LandmarkEncoder, ModelNotFoundError
 from landmark_rag.segment import segment_sentences
 from landmark_rag.types import EncodedDocument, Hit, Passage, Sentence
+
+if TYPE_CHECKING:
+    from landmark_rag.index import LandmarkIndex
 
 __version__ = "0.1.0"
 
@@ -16,9 +21,20 @@ __all__ = [
     "Hit",
     "LandmarkConfig",
     "LandmarkEncoder",
+    "LandmarkIndex",
     "ModelNotFoundError",
     "Passage",
     "Sentence",
     "__version__",
     "segment_sentences",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # imported on first use: the index pulls in chromadb, which ``import landmark_rag``
+    # (and so every CLI --help) should not pay for
+    if name == "LandmarkIndex":
+        from landmark_rag.index import LandmarkIndex
+
+        return LandmarkIndex
+    raise AttributeError(f"module 'landmark_rag' has no attribute {name!r}")

@@ -75,6 +75,12 @@ class Passage:
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def id(self) -> str:
+        """``doc_id:first-last``: names the sentence range, so the same span retrieved twice
+        is the same object in every framework (node id, ``Document.id``)."""
+        return f"{self.doc_id}:{self.first_index}-{self.last_index}"
+
     def span_metadata(self) -> dict[str, Any]:
         """Flat, store-safe metadata describing the span (used by every adapter)."""
         return {

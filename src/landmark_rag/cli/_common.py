@@ -9,8 +9,6 @@ different model, 130 = interrupted.
 
 from __future__ import annotations
 
-import functools
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -19,7 +17,7 @@ import typer
 from landmark_rag.render.terminal import TerminalConsole
 
 if TYPE_CHECKING:
-    from landmark_rag.encode import LandmarkEncoder
+    from landmark_rag.index import LandmarkIndex
     from landmark_rag.store import ChromaSentenceStore
 
 EXIT_NOT_FOUND = 1
@@ -56,16 +54,13 @@ def local_db_path(db: str) -> Path | None:
 
 
 def make_client(db: str) -> Any:
-    """A Chroma client for ``db``, with an unreachable server reported clearly."""
+    """A Chroma client for ``db`` (``store.make_client``), with an unreachable server reported clearly."""
     from landmark_rag.store import make_client as core_make_client
 
     try:
-        client = core_make_client(os.fspath(Path(db).expanduser()) if not is_url(db) else db)
-        if is_url(db):
-            client.heartbeat()
+        return core_make_client(db)
     except Exception as exc:  # noqa: BLE001 - chromadb raises many kinds for a dead server
         fail(f"cannot open the store at {db}: {type(exc).__name__}: {exc}")
-    return client
 
 
 def open_existing_store(db: str, collection: str) -> ChromaSentenceStore:
@@ -81,74 +76,40 @@ def open_existing_store(db: str, collection: str) -> ChromaSentenceStore:
         fail(f"the store at {db} has no collection {collection!r}: run `landmark-rag index` first")
 
 
-@functools.lru_cache(maxsize=4)
-def _load(source: str, overrides: tuple[tuple[str, Any], ...], device: str | None) -> LandmarkEncoder:
-    from landmark_rag.encode import LandmarkEncoder
+def open_index(
+    db: str,
+    collection: str,
+    *,
+    model: str | None = None,
+    device: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    create: bool,
+) -> LandmarkIndex:
+    """``LandmarkIndex.open`` with its errors turned into one line and an exit code.
 
-    return LandmarkEncoder.from_pretrained(source, device=device, **dict(overrides))
-
-
-def load_encoder(source: str, overrides: dict[str, Any] | None = None, device: str | None = None) -> LandmarkEncoder:
-    """Load (once per process) the model ``source`` with config ``overrides``.
-
-    Cached because one process may run several commands (``demo``, tests, notebooks calling
-    the app), and loading costs seconds while the encoder is stateless between calls.
+    ``create=False`` (query): the store must already exist and nothing is written.
     """
     from landmark_rag.encode import ModelNotFoundError
+    from landmark_rag.index import LandmarkIndex
+    from landmark_rag.ingest.identity import ModelNotRecordedError
+    from landmark_rag.store import StoreMismatchError
 
+    if not create and not is_url(db) and not Path(db).expanduser().is_dir():
+        fail(f"no store at {db}: run `landmark-rag index PATH --db {db}` first")
+    client = make_client(db)
     try:
-        return _load(source, tuple(sorted((overrides or {}).items())), device)
+        return LandmarkIndex.open(
+            db, collection=collection, model=model, device=device, overrides=overrides, create=create, client=client
+        )
+    except LookupError:
+        fail(f"the store at {db} has no collection {collection!r}: run `landmark-rag index` first")
+    except ModelNotRecordedError as exc:
+        fail(str(exc), 2)
+    except StoreMismatchError as exc:
+        fail(str(exc), EXIT_MISMATCH)
     except ModelNotFoundError as exc:
         fail(str(exc))
     except ValueError as exc:  # e.g. an invalid pooling name
-        fail(f"cannot load model {source!r}: {exc}", 2)
-
-
-def encoder_for(
-    store: ChromaSentenceStore | None,
-    model: str | None,
-    *,
-    device: str | None = None,
-    overrides: dict[str, Any] | None = None,
-) -> tuple[LandmarkEncoder, str]:
-    """The encoder to use with ``store`` and the model source to record for it.
-
-    No ``--model`` (and no overrides) on an existing store: the model it was built with,
-    set up exactly as at indexing time. Otherwise the model asked for (default: the
-    package's), which the caller then checks against the store's identity.
-    """
-    from landmark_rag.ingest import model_source, recorded_model
-    from landmark_rag.models import default_model
-
-    if store is not None and model is None and not overrides:
-        source, recorded = recorded_model(store)
-        if source and Path(source).is_absolute() and not Path(source).exists():
-            fail(f"the model this store was built with is no longer at {source}; pass --model with its new location")
-        if source:
-            return load_encoder(source, recorded, device), source
-    source = model_source(model, default_model())
-    return load_encoder(source, overrides, device), source
-
-
-def check_store(store: ChromaSentenceStore, encoder: LandmarkEncoder) -> None:
-    """Refuse (exit 3) a store built with another model or landmark set-up."""
-    from landmark_rag.store import StoreMismatchError
-
-    try:
-        store.check_identity(encoder.config.identity())
-    except StoreMismatchError as exc:
-        fail(str(exc), EXIT_MISMATCH)
-
-
-def open_store_for_writing(client: Any, collection: str, encoder: LandmarkEncoder) -> ChromaSentenceStore:
-    """Open or create ``collection`` for ``encoder``; a different model's store exits 3."""
-    from landmark_rag.store import ChromaSentenceStore, StoreMismatchError
-
-    try:
-        return ChromaSentenceStore.open(
-            collection_name=collection, client=client, identity=encoder.config.identity(), create=True
-        )
-    except StoreMismatchError as exc:
-        fail(str(exc), EXIT_MISMATCH)
+        fail(f"cannot load model {model or 'for this store'!r}: {exc}", 2)
     except Exception as exc:  # noqa: BLE001 - e.g. chromadb's InvalidArgumentError for a bad name
         fail(f"cannot open collection {collection!r}: {exc}")

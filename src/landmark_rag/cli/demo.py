@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from landmark_rag.cli import app
-from landmark_rag.cli._common import DeviceOption, console, err_console
+from landmark_rag.cli._common import DEFAULT_COLLECTION, DeviceOption, console, err_console
 
 
 @app.command("demo")
@@ -31,33 +31,28 @@ def demo_command(
     """
     from rich.text import Text
 
-    from landmark_rag.cli._common import encoder_for
+    from landmark_rag.cli._common import open_index
     from landmark_rag.ingest import discover_files, index_files
     from landmark_rag.render import hit_segments, passage_hits, sanitize
-    from landmark_rag.retrieve import search_passages
     from landmark_rag.samples import corpus_dir, sample_questions
-    from landmark_rag.store import ChromaSentenceStore
 
     tmp = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="landmark-demo-"))
     try:
         files = discover_files([corpus_dir()])
         console.print(Text(f"Sample corpus: {len(files)} documents in {corpus_dir()}", style="bold"))
-        encoder, _ = encoder_for(None, model, device=device)
-        store = ChromaSentenceStore.open(str(tmp), identity=encoder.config.identity())
+        index = open_index(str(tmp), DEFAULT_COLLECTION, model=model, device=device, create=True)
+        encoder, store = index.encoder, index.store
         report = index_files(files, encoder, store, show_progress=True)
         console.print(
             f"indexed {report.sentences} sentences with {encoder.model_name} in {report.seconds:.1f} s "
             f"({report.tokens_per_second:,.0f} tokens/s)\n",
             markup=False,
         )
-        from landmark_rag.expand import make_strategy, model_strategy
-
-        strat = make_strategy(strategy.lower()) if strategy else model_strategy(encoder)
         questions = sample_questions()
-        vectors = encoder.encode_queries([q.question for q in questions])
-        found = 0
-        for q, vec in zip(questions, vectors, strict=True):
-            passages = search_passages(vec, store, k, strat, count_tokens=encoder.count_tokens)
+        strat = index.resolve_strategy(strategy.lower() if strategy else None)
+        found = index.search_many([q.question for q in questions], k, strategy=strat)
+        found_top = 0
+        for q, passages in zip(questions, found, strict=True):
             hits = passage_hits(store, passages)
             console.print(Text(f"? {q.question}", style="bold"))
             for rank, (p, hs) in enumerate(zip(passages, hits, strict=True), start=1):
@@ -72,9 +67,9 @@ def demo_command(
                     body.append(sanitize(piece), style="bold black on yellow" if is_hit else None)
                 console.print(body)
             top_ok = bool(passages) and q.answer in passages[0].text
-            found += top_ok
+            found_top += top_ok
             console.print()
-        console.print(Text(f"answer in the top passage for {found} of {len(questions)} questions", style="bold"))
+        console.print(Text(f"answer in the top passage for {found_top} of {len(questions)} questions", style="bold"))
         console.print(
             "Next: landmark-rag index YOUR_FOLDER, then landmark-rag query \"your question\" (--html page.html).",
             markup=False,
@@ -84,5 +79,5 @@ def demo_command(
     finally:
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
-    if found * 2 <= len(questions):
+    if found_top * 2 <= len(questions):
         raise typer.Exit(1)

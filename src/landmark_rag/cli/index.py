@@ -13,12 +13,10 @@ from landmark_rag.cli._common import (
     DbOption,
     DeviceOption,
     console,
-    encoder_for,
     err_console,
     fail,
     local_db_path,
-    make_client,
-    open_store_for_writing,
+    open_index,
 )
 
 
@@ -44,11 +42,13 @@ def index_command(
     One vector per sentence, each computed in its document's context. Document ids are
     paths relative to the folder given (a file given directly: its name). Unchanged files
     are skipped; changed files replace their old sentences; binary, undecodable and empty
-    files are reported and skipped. An interrupted run hides the unfinished document from
-    queries; run the same command again to finish.
+    files are reported and skipped. A changed document stays visible in its previous
+    version until its new one is complete; an interrupted run (or a store that fails, exit
+    code 1) leaves every unfinished document in its previous version: run the same command
+    again to finish.
     """
-    from landmark_rag.ingest import discover_files, index_files, prune_missing, record_model
-    from landmark_rag.store import ChromaSentenceStore, StoreError
+    from landmark_rag.ingest import discover_files, index_files, prune_missing, recorded_model
+    from landmark_rag.store import StoreError
 
     db_dir = local_db_path(db)
     unusable: list = []
@@ -56,15 +56,11 @@ def index_command(
         files = discover_files(paths, glob=glob, exclude=[db_dir] if db_dir else [], skipped=unusable)
     except OSError as exc:  # missing path, link loop, FIFO given directly
         fail(str(exc))
-    client = make_client(db)
-    try:
-        existing = ChromaSentenceStore.open(collection_name=collection, client=client, create=False)
-    except LookupError:
-        existing = None
     overrides = {"pooling": pooling} if pooling else None
-    encoder, source = encoder_for(existing, model, device=device, overrides=overrides)
-    store = open_store_for_writing(client, collection, encoder)
-    record_model(store, source, encoder.dim)
+    index = open_index(db, collection, model=model, device=device, overrides=overrides, create=True)
+    index.record_identity()  # a writer marks the collection with its model before writing
+    encoder, store = index.encoder, index.store
+    source = recorded_model(store)[0]
     if not quiet:
         err_console.print(f"model {encoder.model_name} ({source}), {len(files)} files, store {db} [{collection}]",
                           markup=False)
@@ -84,8 +80,8 @@ def index_command(
     _summary(report, *totals)
     if report.interrupted:
         err_console.print(
-            f"interrupted: {report.not_reached} file(s) not finished; unfinished documents are hidden from "
-            "queries. Run the same command again to complete the index.",
+            f"interrupted: {report.not_reached} file(s) not finished; unfinished documents keep their previous "
+            "version (new ones are not visible yet). Run the same command again to complete the index.",
             markup=False,
         )
         raise typer.Exit(EXIT_INTERRUPTED)

@@ -14,10 +14,8 @@ from landmark_rag.cli._common import (
     CollectionOption,
     DbOption,
     DeviceOption,
-    check_store,
     console,
-    encoder_for,
-    open_existing_store,
+    open_index,
 )
 
 STRATEGIES = ("front", "surround", "adaptive")
@@ -49,9 +47,6 @@ def query_command(
     {"question", "passages"} objects. The model recorded in the store is used unless
     ``--model`` says otherwise (a different model is refused, exit code 3).
     """
-    from landmark_rag.expand import Adaptive, make_strategy, model_strategy
-    from landmark_rag.retrieve import search_passages
-
     if strategy is not None and strategy.lower() not in STRATEGIES:
         raise typer.BadParameter(f"choose one of {', '.join(STRATEGIES)}", param_hint="--strategy")
     if (question is None) == (questions_file is None):
@@ -60,22 +55,16 @@ def query_command(
     if html_file is not None and len(questions) != 1:
         raise typer.BadParameter("--html writes the page of a single question", param_hint="--html")
 
-    store = open_existing_store(db, collection)
-    encoder, _ = encoder_for(store, model, device=device)
-    check_store(store, encoder)
-    strat = make_strategy(strategy.lower()) if strategy is not None else model_strategy(encoder)
+    index = open_index(db, collection, model=model, device=device, create=False)
+    strat = index.resolve_strategy(strategy.lower() if strategy is not None else None)
     strategy = type(strat).__name__.lower()
-    vectors = encoder.encode_queries(questions, show_progress=len(questions) > 64)
-    count_tokens = encoder.count_tokens if isinstance(strat, Adaptive) else None
-    results = []
-    for q, vec in zip(questions, vectors, strict=True):
-        passages = search_passages(vec, store, k, strat, count_tokens=count_tokens)
-        results.append((q, vec, passages, _hits(store, passages)))
+    found = index.search_many(questions, k, strategy=strat, show_progress=len(questions) > 64)
+    results = [(q, passages, _hits(index.store, passages)) for q, passages in zip(questions, found, strict=True)]
 
     if html_file is not None:
-        _write_html(html_file, store, results[0], subtitle=f"{encoder.model_name} · k={k} · {strategy} · {db}")
+        _write_html(html_file, index, results[0], subtitle=f"{index.encoder.model_name} · k={k} · {strategy} · {db}")
     if as_json:
-        rows = [[_passage_json(p, hs, r) for r, (p, hs) in enumerate(zip(ps, hits), 1)] for _, _, ps, hits in results]
+        rows = [[_passage_json(p, hs, r) for r, (p, hs) in enumerate(zip(ps, hits), 1)] for _, ps, hits in results]
         payload: Any = rows[0] if question is not None else [
             {"question": q, "passages": row} for (q, *_), row in zip(results, rows, strict=True)
         ]
@@ -83,7 +72,7 @@ def query_command(
 
         sys.stdout.write(json_dumps(payload, indent=1) + "\n")
         return
-    for q, _, passages, hits in results:
+    for q, passages, hits in results:
         _print_passages(q, passages, hits, show_question=len(results) > 1)
     if html_file is not None:
         console.print(f"wrote {html_file}", markup=False)
@@ -151,12 +140,12 @@ def _print_passages(question: str, passages, hits, *, show_question: bool) -> No
         console.print()
 
 
-def _write_html(path: Path, store, result, *, subtitle: str) -> None:
+def _write_html(path: Path, index, result, *, subtitle: str) -> None:
     from landmark_rag.render import document_views, passage_source, render_page
 
-    question, vector, passages, hits = result
+    question, passages, hits = result
     page = render_page(
-        question, passages, hits, document_views(store, passages, vector),
+        question, passages, hits, document_views(index.store, passages, index.encode_query(question)),
         sources=[passage_source(p) for p in passages], subtitle=subtitle,
     )
     path.parent.mkdir(parents=True, exist_ok=True)

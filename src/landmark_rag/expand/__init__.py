@@ -7,6 +7,7 @@ from landmark_rag.expand.strategies import (
     Strategy,
     Surround,
     approx_tokens,
+    choose_strategy,
     make_strategy,
     model_strategy,
 )
@@ -19,6 +20,7 @@ __all__ = [
     "Strategy",
     "Surround",
     "approx_tokens",
+    "choose_strategy",
     "expand_hits",
     "make_strategy",
     "model_strategy",

@@ -9,7 +9,7 @@ every adapter.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Literal
 
 import numpy as np
@@ -111,7 +111,32 @@ def make_strategy(name: StrategyName | Strategy = "front", **params: int | float
         cls = table[str(name).lower()]
     except KeyError:
         raise ValueError(f"unknown expansion strategy {name!r}; choose one of {sorted(table)}") from None
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise ValueError(f"the {cls.__name__.lower()} strategy takes {sorted(known)}, not {unknown}")
     return cls(**params)  # type: ignore[arg-type]
+
+
+def choose_strategy(
+    strategy: StrategyName | Strategy | None = None,
+    params: Mapping[str, int | float] | None = None,
+    model: object | None = None,
+) -> Strategy:
+    """The one rule for which expansion a search uses (every adapter and the CLI call it).
+
+    A ready ``Front``/``Surround``/``Adaptive`` object is used as is; a name is built with
+    ``params``; ``None`` takes the expansion ``model``'s config names (a ``LandmarkConfig``,
+    an encoder, or ``None`` for the paper's Front-3), with ``params`` replacing that
+    strategy's configured parameters.
+    """
+    if isinstance(strategy, Front | Surround | Adaptive):
+        if params:
+            return replace(strategy, **params)  # type: ignore[arg-type]
+        return strategy
+    if strategy is None:
+        return model_strategy(model, params)
+    return make_strategy(strategy, **dict(params or {}))
 
 
 def model_strategy(config: object | None, params: Mapping[str, int | float] | None = None) -> Strategy:

@@ -82,6 +82,68 @@ def _packaged(name: str | None) -> str | None:
     return str(path) if path is not None else None
 
 
+def store_model(
+    store: Any | None, model: str | os.PathLike[str] | None = None, overrides: dict[str, Any] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """The one rule for "the store's model": which model to load for ``store``, with which
+    config overrides.
+
+    No ``model`` (and no ``overrides``) on a store that records one: the model it was built
+    with, set up exactly as at indexing time (:data:`OVERRIDE_FIELDS` re-applied). Otherwise
+    the model asked for (``None``: the package default, for an empty or new store only)
+    with ``overrides``; the caller checks it against the store's identity. Raises
+    ``ModelNotFoundError`` when the recorded model directory is gone, and
+    :class:`ModelNotRecordedError` for a store with sentences but no recorded model.
+    """
+    from landmark_rag.encode.loading import ModelNotFoundError
+    from landmark_rag.models import default_model
+
+    if store is not None and model is None and not overrides:
+        source, recorded = recorded_model(store)
+        if source and Path(source).is_absolute() and not Path(source).exists():
+            raise ModelNotFoundError(
+                f"the model this store was built with is no longer at {source}; pass --model with its new location"
+            )
+        if source:
+            return source, recorded
+        if store.count_sentences() > 0:
+            raise ModelNotRecordedError(store.collection.name)
+    return model_source(model, default_model()), dict(overrides or {})
+
+
+class ModelNotRecordedError(ValueError):
+    """A collection holds vectors but records no model: guessing one would give wrong answers."""
+
+    def __init__(self, collection: str) -> None:
+        super().__init__(
+            f"collection {collection!r} records no model (it was written by a tool that does not record "
+            "one, e.g. a LlamaIndex pipeline without ReplaceDocuments(vector_store, embed_model=...)); "
+            "name the model that wrote it: --model NAME on the command line, LandmarkIndex.open(..., "
+            "model=NAME), LandmarkRetriever(embeddings=LandmarkEmbeddings(model_name=NAME)) or "
+            "LandmarkEmbedding(NAME). Nothing was written."
+        )
+        self.collection = collection
+
+
+def encoder_for_store(
+    store: Any | None,
+    model: str | os.PathLike[str] | None = None,
+    *,
+    device: str | None = None,
+    dtype: str | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> tuple[Any, str]:
+    """The encoder :func:`store_model` names, from the shared cache, and its source.
+
+    The CLI, the core index and both framework adapters load through this, so one store
+    opens identically (same model, same settings, same object) through each of them.
+    """
+    from landmark_rag.encode.cache import load_encoder
+
+    source, settings = store_model(store, model, overrides)
+    return load_encoder(source, device=device, dtype=dtype, **settings), source
+
+
 def recorded_dim(store: Any) -> int | None:
     """Vector dimension: recorded, else read off one stored vector (None for an empty store)."""
     md = store.collection.metadata or {}

@@ -14,16 +14,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-import chromadb
-import numpy as np
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from landmark_rag.expand import Adaptive, expand_hits, make_strategy, model_strategy
+from landmark_rag.expand import Adaptive, choose_strategy
+from landmark_rag.index import LandmarkIndex
 from landmark_rag.langchain.convert import has_sentence_metadata, hit_from_document, passage_document
-from landmark_rag.langchain.embeddings import LandmarkEmbeddings, embeddings_for_identity
-from landmark_rag.store import DEFAULT_COLLECTION, ChromaSentenceStore, make_client
+from landmark_rag.langchain.embeddings import LandmarkEmbeddings, embeddings_for_store
+from landmark_rag.store import DEFAULT_COLLECTION, MEMORY, ChromaSentenceStore, make_client
 from landmark_rag.types import Hit
 
 
@@ -60,14 +59,13 @@ class BoundaryExpansionCompressor(BaseDocumentCompressor):
     order: Literal["score", "document"] = "score"
 
     _store: ChromaSentenceStore | None = PrivateAttr(default=None)
+    _index: LandmarkIndex | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
         if self.strategy is not None:
-            make_strategy(self.strategy, **self.strategy_params)
+            choose_strategy(self.strategy, self.strategy_params)
         if self.client is None:
-            self.client = (
-                chromadb.EphemeralClient() if self.persist_directory is None else make_client(self.persist_directory)
-            )
+            self.client = make_client(MEMORY if self.persist_directory is None else self.persist_directory)
         self._store = ChromaSentenceStore.open(collection_name=self.collection_name, client=self.client, create=False)
 
     @property
@@ -77,10 +75,24 @@ class BoundaryExpansionCompressor(BaseDocumentCompressor):
 
     def _embeddings(self) -> LandmarkEmbeddings:
         if self.embeddings is None:
-            self.embeddings = embeddings_for_identity(self.store.identity())
-        elif self.store.identity():
-            self.store.check_identity(self.embeddings.identity())
+            self.embeddings = embeddings_for_store(self.store)
         return self.embeddings
+
+    @property
+    def index(self) -> LandmarkIndex:
+        """The core :class:`~landmark_rag.LandmarkIndex` over the collection.
+
+        The model is loaded only when something needs it: the query vector (``rescore``,
+        the adaptive strategy) or the model's own expansion (``strategy=None``).
+        """
+        if self._index is None:
+            named = choose_strategy(self.strategy, self.strategy_params) if self.strategy is not None else None
+            needs_model = named is None or self.rescore or isinstance(named, Adaptive)
+            encoder = self._embeddings().encoder if needs_model else None
+            self._index = LandmarkIndex(
+                self.store, encoder, strategy=self.strategy, strategy_params=self.strategy_params
+            )
+        return self._index
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
@@ -89,26 +101,12 @@ class BoundaryExpansionCompressor(BaseDocumentCompressor):
         docs = self._located(documents)
         if not docs:
             return []
-        if self.strategy is not None:
-            strat = make_strategy(self.strategy, **self.strategy_params)
-            need_query = self.rescore or isinstance(strat, Adaptive)
-            embeddings = self._embeddings() if need_query else None
-        else:  # the model's own expansion: its config comes with the model
-            embeddings = self._embeddings()
-            strat = model_strategy(embeddings.encoder, self.strategy_params)
-        vector = embeddings.encoder.encode_query(query) if embeddings is not None else None
-        hits = self._hits(docs, vector if self.rescore else None)
-        passages = expand_hits(
-            hits,
-            self.store,
-            strat,
-            query_vector=vector,
-            order=self.order,
-            max_passages=self.k,
-            count_tokens=embeddings.count_tokens if embeddings is not None and isinstance(strat, Adaptive) else None,
-        )
-        if self.k is not None:
-            passages = passages[: self.k]
+        index = self.index
+        vector = index.encode_query(query) if self.rescore or isinstance(index.strategy, Adaptive) else None
+        hits = self._hits(docs)
+        if self.rescore:
+            hits = index.rescore(vector, hits)
+        passages = index.expand(hits, query=vector, k=self.k, order=self.order)
         return [passage_document(p) for p in passages]
 
     def _located(self, documents: Sequence[Document]) -> list[Document]:
@@ -142,8 +140,9 @@ class BoundaryExpansionCompressor(BaseDocumentCompressor):
                 raise ValueError(f"sentences {missing[:5]} are not in collection {self.collection_name!r}")
         return [d for d in out if d is not None]
 
-    def _hits(self, docs: list[Document], query_vector: np.ndarray | None) -> list[Hit]:
-        """One hit per distinct sentence (first occurrence wins), scored as documented."""
+    def _hits(self, docs: list[Document]) -> list[Hit]:
+        """One hit per distinct sentence (first occurrence wins), scored ``metadata["score"]``
+        when present, else by input order (1, 1/2, 1/3, ...)."""
         hits: list[Hit] = []
         seen: set[tuple[str, int]] = set()
         for rank, doc in enumerate(docs):
@@ -153,13 +152,4 @@ class BoundaryExpansionCompressor(BaseDocumentCompressor):
             if key not in seen:
                 seen.add(key)
                 hits.append(hit)
-        if query_vector is not None:
-            by_doc: dict[str, list[int]] = {}
-            for h in hits:
-                by_doc.setdefault(str(h.sentence.doc_id), []).append(h.sentence.index)
-            vectors = {doc_id: self.store.get_embeddings(doc_id, idx) for doc_id, idx in by_doc.items()}
-            for h in hits:
-                vec = vectors[str(h.sentence.doc_id)].get(h.sentence.index)
-                if vec is not None:
-                    h.score = float(np.dot(vec, query_vector))
         return hits

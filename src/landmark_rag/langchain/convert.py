@@ -38,7 +38,7 @@ def passage_document(passage: Passage) -> Document:
     """
     md = {**passage.metadata, **passage.span_metadata()}
     return Document(
-        page_content=passage.text, metadata=md, id=f"{passage.doc_id}:{passage.first_index}-{passage.last_index}"
+        page_content=passage.text, metadata=md, id=passage.id
     )
 
 

@@ -12,7 +12,6 @@ ingested in context is searched correctly through either.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,38 +21,8 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from landmark_rag.encode import LandmarkEncoder
+from landmark_rag.encode.cache import load_encoder
 from landmark_rag.types import EncodedDocument
-
-_CACHE: dict[tuple[Any, ...], LandmarkEncoder] = {}
-_CACHE_LOCK = threading.Lock()
-
-
-def _key(
-    model_name: str | None, device: str | None, dtype: str | None, model_kwargs: dict[str, Any]
-) -> tuple[Any, ...]:
-    from landmark_rag.models import default_model
-
-    # ``None`` means the default model: both spellings must share one loaded copy
-    return (model_name or default_model(), device, dtype, tuple(sorted((k, repr(v)) for k, v in model_kwargs.items())))
-
-
-def _load(
-    model_name: str | None, device: str | None, dtype: str | None, model_kwargs: dict[str, Any]
-) -> LandmarkEncoder:
-    """Load an encoder once per process and configuration.
-
-    LangChain code builds embeddings objects freely (one per vector store, retriever,
-    test); loading the weights for each would cost seconds and memory every time. The
-    encoder is only used for inference, so instances with the same settings share it.
-    """
-    key = _key(model_name, device, dtype, model_kwargs)
-    with _CACHE_LOCK:
-        encoder = _CACHE.get(key)
-        if encoder is None:
-            encoder = LandmarkEncoder.from_pretrained(model_name, device=device, dtype=dtype, **model_kwargs)
-            _CACHE[key] = encoder
-        return encoder
-
 
 class LandmarkEmbeddings(BaseModel, Embeddings):
     """Landmark Embedding for LangChain.
@@ -97,7 +66,7 @@ class LandmarkEmbeddings(BaseModel, Embeddings):
     def encoder(self) -> LandmarkEncoder:
         """The underlying :class:`~landmark_rag.LandmarkEncoder` (loaded on first access)."""
         if self._encoder is None:
-            self._encoder = _load(self.model_name, self.device, self.dtype, dict(self.model_kwargs))
+            self._encoder = load_encoder(self.model_name, device=self.device, dtype=self.dtype, **self.model_kwargs)
         return self._encoder
 
     def _batch_size(self) -> int:
@@ -179,25 +148,11 @@ class LandmarkEmbeddings(BaseModel, Embeddings):
         return await run_in_executor(None, self.embed_documents_in_context, documents, doc_ids)
 
 
-def embeddings_for_identity(identity: dict[str, Any]) -> LandmarkEmbeddings:
-    """Embeddings matching a collection's recorded model identity (default model if none).
+def embeddings_for_store(store: Any) -> LandmarkEmbeddings:
+    """Embeddings for the model ``store`` records, set up as at indexing time (default model
+    for an unmarked store): the same rule, and the same cached encoder, as the CLI and
+    :class:`~landmark_rag.LandmarkIndex` (``ingest.identity.store_model``)."""
+    from landmark_rag.ingest.identity import store_model
 
-    A collection remembers which model and pooling wrote it; reopening it without naming
-    the model should query it with that model, not whatever the default is today.
-    """
-    if not identity.get("model_name"):
-        return LandmarkEmbeddings()
-    name = str(identity["model_name"])
-    plain = LandmarkEmbeddings(model_name=name)
-    if _cached(name) and _matches(plain.identity(), identity):
-        return plain  # the model is already loaded with its own config and that is what wrote the store
-    overrides = {key: identity[key] for key in ("pooling", "query_pooling", "query_instruction") if key in identity}
-    return LandmarkEmbeddings(model_name=name, model_kwargs=overrides)
-
-
-def _cached(model_name: str) -> bool:
-    return _key(model_name, None, None, {}) in _CACHE
-
-
-def _matches(have: dict[str, Any], recorded: dict[str, Any]) -> bool:
-    return all(("" if have.get(k) is None else have.get(k)) == v for k, v in recorded.items())
+    source, overrides = store_model(store)
+    return LandmarkEmbeddings(model_name=source, model_kwargs=overrides)

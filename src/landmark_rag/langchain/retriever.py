@@ -23,26 +23,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-import chromadb
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr
-from tqdm.auto import tqdm
 
-from landmark_rag.expand import Adaptive, Strategy, make_strategy, model_strategy
+from landmark_rag.expand import Strategy, choose_strategy
+from landmark_rag.index import LandmarkIndex
 from landmark_rag.langchain.convert import passage_document
-from landmark_rag.langchain.embeddings import LandmarkEmbeddings, embeddings_for_identity
+from landmark_rag.langchain.embeddings import LandmarkEmbeddings, embeddings_for_store
 from landmark_rag.langchain.ids import resolve_doc_ids
-from landmark_rag.retrieve import search_passages
-from landmark_rag.store import DEFAULT_COLLECTION, ChromaSentenceStore, content_hash, flat_metadata, make_client
-from landmark_rag.store.schema import DOC_HASH, MANIFEST_KEYS
+from landmark_rag.store import DEFAULT_COLLECTION, MEMORY, ChromaSentenceStore, make_client
 
-#: Documents encoded per encoder call during ingestion (bounds memory; one progress step).
-_INGEST_BATCH = 32
-#: Manifest fields the store adds next to the user's metadata.
-_MANIFEST_KEYS = set(MANIFEST_KEYS)
 #: Keyword arguments ``BaseRetriever.invoke`` may forward that are not search options.
 _IGNORED_KWARGS = {"verbose"}
 
@@ -85,15 +78,13 @@ class LandmarkRetriever(BaseRetriever):
     show_progress: bool = False
 
     _store: ChromaSentenceStore | None = PrivateAttr(default=None)
-    _identity_checked: bool = PrivateAttr(default=False)
+    _index: LandmarkIndex | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
         if self.strategy is not None:  # fail at construction on bad parameters
-            make_strategy(self.strategy, **self.strategy_params)
+            choose_strategy(self.strategy, self.strategy_params)
         if self.client is None:
-            self.client = (
-                chromadb.EphemeralClient() if self.persist_directory is None else make_client(self.persist_directory)
-            )
+            self.client = make_client(MEMORY if self.persist_directory is None else self.persist_directory)
         self._store = ChromaSentenceStore.open(collection_name=self.collection_name, client=self.client, create=True)
 
     # ------------------------------------------------------------------ construction
@@ -128,20 +119,25 @@ class LandmarkRetriever(BaseRetriever):
         assert self._store is not None
         return self._store
 
-    def _embeddings(self, *, writing: bool) -> LandmarkEmbeddings:
-        """The embeddings, resolved from the collection when not given, identity-checked once.
-
-        Reading an unmarked collection does not mark it; the first write records the model,
-        after which mixing in vectors of another model is refused (``StoreMismatchError``).
-        """
+    def _embeddings(self) -> LandmarkEmbeddings:
+        """The embeddings: given, else the model the collection records (or the default)."""
         if self.embeddings is None:
-            self.embeddings = embeddings_for_identity(self.store.identity())
-        if not self._identity_checked:
-            identity = self.embeddings.identity()
-            if self.store.identity() or writing:
-                self.store.check_identity(identity)
-                self._identity_checked = True
+            self.embeddings = embeddings_for_store(self.store)
         return self.embeddings
+
+    @property
+    def index(self) -> LandmarkIndex:
+        """The core :class:`~landmark_rag.LandmarkIndex` this retriever searches and writes through.
+
+        Built on first use; a collection that records another model is refused then
+        (``StoreMismatchError``), an unmarked one is marked by the first write.
+        """
+        if self._index is None:
+            embeddings = self._embeddings()
+            self._index = LandmarkIndex(
+                self.store, embeddings.encoder, strategy=self.strategy, strategy_params=self.strategy_params
+            )
+        return self._index
 
     def as_vectorstore(self) -> Any:
         """The same collection as a ``langchain_chroma.Chroma`` (sentence-level search).
@@ -154,7 +150,7 @@ class LandmarkRetriever(BaseRetriever):
         return Chroma(
             collection_name=self.collection_name,
             client=self.client,
-            embedding_function=self._embeddings(writing=False),
+            embedding_function=self._embeddings(),
             create_collection_if_not_exists=False,
         )
 
@@ -168,32 +164,15 @@ class LandmarkRetriever(BaseRetriever):
         """
         docs = list(documents)
         doc_ids = resolve_doc_ids(docs, ids)
-        for i, (doc_id, doc) in enumerate(zip(doc_ids, docs, strict=True)):
-            if not doc.page_content.strip():  # checked for all before anything is written
-                raise ValueError(
-                    f"document {i} (id {doc_id!r}) has no text: a document without sentences cannot be "
-                    "retrieved; drop empty documents before adding (nothing was written)"
-                )
-        embeddings = self._embeddings(writing=True)
-        stored = self.store.documents() if self.skip_unchanged else {}  # one manifest read per call
-        todo: dict[str, Document] = {}
-        for doc_id, doc in zip(doc_ids, docs, strict=True):
-            if doc_id in todo:
-                continue
-            if _unchanged(stored.get(doc_id), doc):
-                if stored[doc_id].get("dirty"):  # an earlier write stopped before cleaning up
-                    self.store.clean_document(doc_id)
-                continue
-            todo[doc_id] = doc
-        items = list(todo.items())
-        bar = tqdm(total=len(items), desc="ingesting", unit="doc", disable=not self.show_progress)
-        for i in range(0, len(items), _INGEST_BATCH):
-            batch = items[i : i + _INGEST_BATCH]
-            encoded = embeddings.embed_documents_in_context([d for _, d in batch], [doc_id for doc_id, _ in batch])
-            for (_, doc), enc in zip(batch, encoded, strict=True):
-                self.store.add_document(enc, metadata=doc.metadata, doc_hash=content_hash(doc.page_content))
-            bar.update(len(batch))
-        bar.close()
+        embeddings = self._embeddings()
+        self.index.add_texts(
+            [d.page_content for d in docs],
+            doc_ids,
+            [d.metadata for d in docs],
+            skip_unchanged=self.skip_unchanged,
+            show_progress=self.show_progress,
+            encode=embeddings.embed_documents_in_context,
+        )
         return doc_ids
 
     async def aadd_documents(self, documents: Sequence[Document], *, ids: Sequence[str] | None = None) -> list[str]:
@@ -202,7 +181,7 @@ class LandmarkRetriever(BaseRetriever):
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove documents (by document id) and all their sentences; returns sentences removed."""
-        return sum(self.store.delete_document(str(doc_id)) for doc_id in ids)
+        return self.index.delete([str(doc_id) for doc_id in ids])
 
     # ------------------------------------------------------------------ retrieval
     def _get_relevant_documents(
@@ -228,28 +207,5 @@ class LandmarkRetriever(BaseRetriever):
         if unknown:
             raise TypeError(f"unexpected retriever options {sorted(unknown)}; known: k, where (or filter), strategy")
         k = self.k if k is None else int(k)
-        embeddings = self._embeddings(writing=False)
-        if strategy is not None:
-            strat = make_strategy(strategy)
-        elif self.strategy is not None:
-            strat = make_strategy(self.strategy, **self.strategy_params)
-        else:  # what the model's config names
-            strat = model_strategy(embeddings.encoder, self.strategy_params)
-        vector = embeddings.encoder.encode_query(query)
-        passages = search_passages(
-            vector,
-            self.store,
-            k,
-            strat,
-            where=where or filter or self.where,
-            order=self.order,
-            count_tokens=embeddings.count_tokens if isinstance(strat, Adaptive) else None,
-        )
+        passages = self.index.search(query, k, strategy=strategy, where=where or filter or self.where, order=self.order)
         return [passage_document(p) for p in passages]
-
-
-def _unchanged(record: dict[str, Any] | None, doc: Document) -> bool:
-    """Whether a manifest record (of a completely stored document) matches ``doc`` exactly."""
-    if record is None or record.get(DOC_HASH) != content_hash(doc.page_content):
-        return False
-    return {k: v for k, v in record.items() if k not in _MANIFEST_KEYS} == flat_metadata(doc.metadata)

@@ -68,7 +68,7 @@ def passage_to_node(passage: Passage, excluded_keys: list[str] | None = None) ->
     metadata: dict[str, Any] = {**passage.metadata, **passage.span_metadata()}
     hidden = list(dict.fromkeys([*(excluded_keys or []), *HIDDEN_KEYS]))
     return TextNode(
-        id_=f"{passage.doc_id}:{passage.first_index}-{passage.last_index}",
+        id_=passage.id,
         text=passage.text,
         start_char_idx=passage.start,
         end_char_idx=passage.end,

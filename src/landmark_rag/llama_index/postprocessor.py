@@ -22,18 +22,11 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from landmark_rag.expand import (
-    Adaptive,
-    Front,
-    SentenceSource,
-    Strategy,
-    Surround,
-    expand_hits,
-    make_strategy,
-    model_strategy,
-)
+from landmark_rag.expand import Adaptive, SentenceSource, Strategy, choose_strategy
+from landmark_rag.index import LandmarkIndex
 from landmark_rag.llama_index.convert import is_sentence_node, node_doc_id, node_to_hit, passage_to_node
 from landmark_rag.llama_index.sources import sentence_source
+from landmark_rag.retrieve import unit_vector
 from landmark_rag.store.schema import INDEX
 
 logger = logging.getLogger(__name__)
@@ -70,9 +63,7 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
     docstore: Any = Field(default=None, exclude=True)
     embed_model: BaseEmbedding | None = Field(default=None, exclude=True)
 
-    _source: SentenceSource = PrivateAttr()
-    _strategy: Strategy = PrivateAttr()
-    _count_tokens: Callable[[str], int] | None = PrivateAttr(default=None)
+    _index: LandmarkIndex = PrivateAttr()
 
     def __init__(
         self,
@@ -85,23 +76,25 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
         source: SentenceSource | None = None,
         **kwargs: Any,
     ) -> None:
-        if strategy is None:  # what the model's landmark_config.json names
-            strategy = model_strategy(_model_config(kwargs.get("embed_model")))
-        if isinstance(strategy, Front | Surround | Adaptive):  # a ready strategy object
-            strategy_params = {**asdict(strategy), **(strategy_params or {})}
-            strategy = type(strategy).__name__.lower()
+        # a name, a ready object, or None for what the model's landmark_config.json names;
+        # kept as plain fields (name + parameters) so the postprocessor serialises
+        chosen = choose_strategy(strategy, strategy_params, _model_config(kwargs.get("embed_model")))
         super().__init__(
             vector_store=vector_store,
             docstore=docstore,
-            strategy=strategy,
-            strategy_params=dict(strategy_params or {}),
+            strategy=type(chosen).__name__.lower(),
+            strategy_params=asdict(chosen),
             **kwargs,
         )
-        self._strategy = make_strategy(self.strategy, **self.strategy_params)
-        self._source = source if source is not None else sentence_source(vector_store, docstore)
         if count_tokens is None and self.embed_model is not None and hasattr(self.embed_model, "encoder"):
             count_tokens = lambda text: self.embed_model.encoder.count_tokens(text)  # noqa: E731
-        self._count_tokens = count_tokens
+        # query vectors come from the query engine (QueryBundle) or embed_model, so the
+        # index holds no encoder of its own
+        self._index = LandmarkIndex(
+            source if source is not None else sentence_source(vector_store, docstore),
+            strategy=chosen,
+            count_tokens=count_tokens,
+        )
 
     @classmethod
     def class_name(cls) -> str:
@@ -109,20 +102,25 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
 
     @property
     def source(self) -> SentenceSource:
-        return self._source
+        return self._index.store
+
+    @property
+    def index(self) -> LandmarkIndex:
+        """The core :class:`~landmark_rag.LandmarkIndex` that expands and re-scores the hits."""
+        return self._index
 
     # ------------------------------------------------------------------ sync / async
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        query_vector = self._query_vector(query_bundle) if isinstance(self._strategy, Adaptive) else None
+        query_vector = self._query_vector(query_bundle) if isinstance(self._index.strategy, Adaptive) else None
         return self._expand(nodes, query_vector)
 
     async def _apostprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         query_vector = None
-        if isinstance(self._strategy, Adaptive):
+        if isinstance(self._index.strategy, Adaptive):
             query_vector = await self._aquery_vector(query_bundle)
         # the reads from the store are blocking I/O: keep them off the event loop
         return await asyncio.to_thread(self._expand, nodes, query_vector)
@@ -142,21 +140,8 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
         if query_vector is not None:
             # The adaptive threshold compares neighbours' cosine scores with the hit's, so the
             # hit needs a cosine score too (vector stores report distances in their own scale).
-            for hit in hits:
-                vec = self._source.get_embeddings(hit.sentence.doc_id or "", [hit.sentence.index]).get(
-                    hit.sentence.index
-                )
-                if vec is not None:
-                    hit.score = float(vec @ query_vector)
-        passages = expand_hits(
-            hits,
-            self._source,
-            self._strategy,
-            query_vector=query_vector,
-            count_tokens=self._count_tokens,
-            order=self.order,
-            max_passages=self.top_n,
-        )
+            hits = self._index.rescore(query_vector, hits)
+        passages = self._index.expand(hits, query=query_vector, k=self.top_n, order=self.order)
         retriever_score = {(node_doc_id(n.node), int(n.node.metadata[INDEX])): n.score for n in expandable}
         out = []
         for p in passages:
@@ -171,7 +156,7 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
 
     def _query_vector(self, query_bundle: QueryBundle | None) -> np.ndarray:
         if query_bundle is not None and query_bundle.embedding is not None:
-            return _unit(query_bundle.embedding)
+            return unit_vector(query_bundle.embedding)
         model = self._embedder()
         if model is None or query_bundle is None:
             raise ValueError(
@@ -179,12 +164,12 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
                 "or set embed_model on the postprocessor (LlamaIndex's async retriever does not hand "
                 "the embedding on)"
             )
-        return _unit(model.get_query_embedding(query_bundle.query_str))
+        return unit_vector(model.get_query_embedding(query_bundle.query_str))
 
     async def _aquery_vector(self, query_bundle: QueryBundle | None) -> np.ndarray:
         model = self._embedder()
         if query_bundle is not None and query_bundle.embedding is None and model is not None:
-            return _unit(await model.aget_query_embedding(query_bundle.query_str))
+            return unit_vector(await model.aget_query_embedding(query_bundle.query_str))
         return self._query_vector(query_bundle)
 
     def _embedder(self) -> BaseEmbedding | None:
@@ -208,8 +193,3 @@ def _model_config(embed_model: Any) -> Any:
         return model_config(name)
     except OSError:  # not a landmark model we can read: the paper's default
         return None
-
-
-def _unit(vec: Any) -> np.ndarray:
-    v = np.asarray(vec, dtype=np.float32)
-    return v / max(float(np.linalg.norm(v)), 1e-12)

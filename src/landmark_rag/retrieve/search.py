@@ -19,6 +19,43 @@ class SearchableSource(SentenceSource, Protocol):
     def count_sentences(self) -> int: ...
 
 
+def collect_passages(
+    fetch_hits: Callable[[int], list[Hit]],
+    total: int,
+    source: SentenceSource,
+    k: int,
+    strategy: Strategy | str = "front",
+    *,
+    query_vector: np.ndarray | None = None,
+    order: Literal["score", "document"] = "score",
+    count_tokens: Callable[[str], int] | None = None,
+) -> list[Passage]:
+    """Exactly ``k`` passages from best-first sentence hits (fewer only when ``total`` runs out).
+
+    ``fetch_hits(n)`` returns the best ``n`` scored sentence hits for the query, whatever
+    produced them (a vector search, a lexical index, a fusion of both); ``total`` is how
+    many sentences exist. Hits of one document often expand into the same passage, so
+    ``k`` hits can merge into fewer than ``k`` passages: more hits are asked for until the
+    best-first hits form ``k`` distinct, non-overlapping passages.
+    """
+    if k <= 0:
+        return []
+    n = min(total, max(2 * k, 8))
+    passages: list[Passage] = []
+    while n > 0:
+        hits = fetch_hits(n)
+        passages = expand_hits(
+            hits, source, strategy, query_vector=query_vector, count_tokens=count_tokens, max_passages=k
+        )
+        if len(passages) >= k or n >= total or len(hits) < n:
+            break
+        n = min(total, n * 2)
+    best = passages[:k]
+    if order == "document":
+        best.sort(key=lambda p: (p.doc_id, p.start))
+    return best
+
+
 def search_passages(
     query_vector: np.ndarray,
     store: SearchableSource,
@@ -29,26 +66,18 @@ def search_passages(
     order: Literal["score", "document"] = "score",
     count_tokens: Callable[[str], int] | None = None,
 ) -> list[Passage]:
-    """Return exactly ``k`` passages (fewer only when the store runs out).
+    """Return exactly ``k`` passages (fewer only when the store runs out) for a query vector.
 
-    Hits of one document often expand into the same passage, so ``k`` hits can merge into
-    fewer than ``k`` passages; the search asks for more hits until the best-first hits form
-    ``k`` distinct, non-overlapping passages.
+    The vector-level entry point; :class:`landmark_rag.LandmarkIndex` is the text-level one
+    that also owns the encoder and the model's expansion.
     """
-    if k <= 0:
-        return []
-    total = store.count_sentences()
-    n = min(total, max(2 * k, 8))
-    passages: list[Passage] = []
-    while n > 0:
-        hits = store.query(query_vector, n, where=where)
-        passages = expand_hits(
-            hits, store, strategy, query_vector=query_vector, count_tokens=count_tokens, max_passages=k
-        )
-        if len(passages) >= k or n >= total or len(hits) < n:
-            break
-        n = min(total, n * 2)
-    best = passages[:k]
-    if order == "document":
-        best.sort(key=lambda p: (p.doc_id, p.start))
-    return best
+    return collect_passages(
+        lambda n: store.query(query_vector, n, where=where),
+        store.count_sentences(),
+        store,
+        k,
+        strategy,
+        query_vector=query_vector,
+        order=order,
+        count_tokens=count_tokens,
+    )

@@ -3,6 +3,7 @@
 from landmark_rag.store.chroma import (
     DEFAULT_COLLECTION,
     DEFAULT_DB,
+    MEMORY,
     ChromaSentenceStore,
     StoreError,
     StoreMismatchError,
@@ -22,6 +23,7 @@ __all__ = [
     "DEFAULT_COLLECTION",
     "DEFAULT_DB",
     "MANIFEST_KEYS",
+    "MEMORY",
     "ChromaSentenceStore",
     "StoreError",
     "StoreMismatchError",

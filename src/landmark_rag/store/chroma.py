@@ -59,6 +59,8 @@ from landmark_rag.types import EncodedDocument, Hit, Sentence
 
 DEFAULT_DB = "./landmark_db"
 DEFAULT_COLLECTION = "landmark"
+#: ``db`` value for a store that lives in memory only (tests, notebooks, one-off runs).
+MEMORY = ":memory:"
 IDENTITY_PREFIX = "landmark_rag:"
 _WRITING, _COMPLETE = "writing", "complete"
 #: Identity fields compared only when the store has them recorded (added after stores existed).
@@ -83,18 +85,29 @@ def content_hash(text: str) -> str:
 
 
 def make_client(db: str | os.PathLike[str] | None = None) -> Any:
-    """A Chroma client: ``http(s)://host:port`` -> HttpClient, anything else -> PersistentClient."""
+    """The one place a Chroma client is created.
+
+    ``http(s)://host:port`` -> HttpClient (checked with a heartbeat, so an unreachable
+    server fails here rather than at the first query); ``":memory:"`` -> EphemeralClient
+    (nothing written to disk); anything else is a directory for a PersistentClient
+    (``None``: ``./landmark_db``).
+    """
     import chromadb
 
     target = os.fspath(db) if db is not None else DEFAULT_DB
+    if target == MEMORY:
+        return chromadb.EphemeralClient()
     if target.startswith(("http://", "https://")):
         url = urlparse(target)
-        return chromadb.HttpClient(
+        client = chromadb.HttpClient(
             host=url.hostname or "localhost", port=url.port or (443 if url.scheme == "https" else 8000),
             ssl=url.scheme == "https",
         )
-    Path(target).mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=target)
+        client.heartbeat()
+        return client
+    path = Path(target).expanduser()
+    path.mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=str(path))
 
 
 class ChromaSentenceStore:
@@ -490,6 +503,16 @@ class ChromaSentenceStore:
             return 1.0 - distance / 2.0
         return 1.0 - distance  # cosine and ip distances are both 1 - <a, b>
 
+    def visible_hits(self, hits: Sequence[Hit]) -> list[Hit]:
+        """The hits a reader may see (see the module docstring), e.g. from a framework's own search.
+
+        A framework retriever reads the collection raw: while a document is being replaced
+        (or after a killed write, before the next run) it can return sentences of a version
+        that is not the visible one.
+        """
+        self._fresh()
+        return self._visible(list(hits))
+
     def _visible(self, hits: list[Hit]) -> list[Hit]:
         if self.manifest is None:
             return hits
@@ -662,6 +685,7 @@ __all__ = [
     "DEFAULT_COLLECTION",
     "DEFAULT_DB",
     "INDEX",
+    "MEMORY",
     "ChromaSentenceStore",
     "StoreError",
     "StoreMismatchError",

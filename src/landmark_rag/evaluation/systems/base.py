@@ -68,6 +68,15 @@ class Workspace:
     def landmark_encoder(self) -> Any:
         return self.load(self.model)
 
+    def landmark_index(self) -> Any:
+        """The package's pipeline for the evaluated model: a :class:`~landmark_rag.LandmarkIndex`
+        with the model's own expansion. The harness ranks all sentences itself (one matrix
+        product per question batch), so the index holds its vectors in memory, not in Chroma."""
+        from landmark_rag.expand import InMemorySource
+        from landmark_rag.index import LandmarkIndex
+
+        return LandmarkIndex(InMemorySource(), self.landmark_encoder())
+
     def base_name(self) -> str | None:
         """The base model of the baselines: ``base_model`` if given, else the landmark
         model's own base (an adapter directory names it), else the landmark model."""

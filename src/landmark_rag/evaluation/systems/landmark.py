@@ -1,9 +1,8 @@
 """``landmark``: the package's own pipeline, as a user gets it.
 
-The model is ``LandmarkEncoder.from_pretrained(model)`` with whatever configuration it
-ships, and hits are expanded the way the package expands them for that model: the
-expansion its ``landmark_config.json`` names (``landmark_rag.expand.model_strategy``;
-Front-3, the paper's default, when it names none).
+The model is loaded by name with whatever configuration it ships, and hits are expanded the way the package expands them for that model: the
+expansion its ``landmark_config.json`` names (Front-3, the paper's default, when it names
+none), both taken from the :class:`~landmark_rag.LandmarkIndex` a user would open.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from typing import Any, ClassVar
 
 from landmark_rag.evaluation.systems.base import DenseSystem, Workspace
 from landmark_rag.evaluation.systems.expansion import strategy_passage
-from landmark_rag.expand import model_strategy
 
 
 class LandmarkSystem(DenseSystem):
@@ -21,9 +19,9 @@ class LandmarkSystem(DenseSystem):
     sentence_units: ClassVar[bool] = True
 
     def make_encoder(self, workspace: Workspace) -> Any:
-        encoder = workspace.landmark_encoder()
-        self.strategy = model_strategy(encoder)
-        return encoder
+        index = workspace.landmark_index()
+        self.strategy = index.strategy
+        return index.encoder
 
     def passage(self, unit: int) -> tuple[int, int, int]:
         assert self.corpus is not None

@@ -1,0 +1,376 @@
+"""``LandmarkIndex``: add documents, search passages, expand and re-score hits.
+
+The pieces it wires are the pipeline's own (``encode``, ``store``, ``retrieve``,
+``expand``); what lives here is only the wiring that every adapter used to repeat: which
+encoder goes with a store (``ingest.identity.encoder_for_store``), which expansion a search
+uses (``expand.choose_strategy``), recording and checking the model identity, skipping
+unchanged documents, and turning a query into exactly ``k`` exact passages.
+
+Search is two stages so that other hit sources can join without reshaping it:
+:meth:`LandmarkIndex._sentence_hits` produces scored sentence hits for a query (today the
+dense vector search), and ``retrieve.collect_passages`` expands, merges and tops them up to
+exactly ``k`` passages.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from landmark_rag.expand import Strategy, choose_strategy, expand_hits
+from landmark_rag.expand.strategies import StrategyName
+from landmark_rag.retrieve import collect_passages, cosine_rescore, unit_vector
+from landmark_rag.store import (
+    DEFAULT_COLLECTION,
+    DEFAULT_DB,
+    ChromaSentenceStore,
+    content_hash,
+    flat_metadata,
+    make_client,
+)
+from landmark_rag.store.schema import DOC_HASH, MANIFEST_KEYS
+from landmark_rag.types import EncodedDocument, Hit, Passage
+
+#: Documents encoded per encoder call in :meth:`LandmarkIndex.add_texts` (bounds memory).
+ADD_BATCH = 32
+#: Manifest fields the store keeps next to the user's metadata.
+_MANIFEST_KEYS = set(MANIFEST_KEYS)
+#: Hex digits of the content hash used as the id of a text given without one.
+HASH_ID_LENGTH = 16
+
+Order = Literal["score", "document"]
+Query = str | np.ndarray
+
+
+class LandmarkIndex:
+    """An encoder, a sentence store and the model's boundary expansion.
+
+    Usually opened with :meth:`open`. Constructed directly, ``store`` is a
+    :class:`~landmark_rag.store.ChromaSentenceStore` (or, for :meth:`expand` and
+    :meth:`rescore` only, any ``SentenceSource`` such as a LlamaIndex docstore) and
+    ``encoder`` a :class:`~landmark_rag.LandmarkEncoder` (``None`` when the caller brings
+    query vectors itself). A store that records a model identity is checked against the
+    encoder now; an unmarked one is marked by the first write.
+
+    ``strategy``/``strategy_params``: the default expansion (``None``: what the model's
+    ``landmark_config.json`` names; ``config`` gives that config when there is no encoder).
+    ``count_tokens`` measures the adaptive strategy's budget (default: the encoder's
+    tokenizer, else about four characters a token).
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        encoder: Any = None,
+        *,
+        strategy: StrategyName | Strategy | None = None,
+        strategy_params: dict[str, int | float] | None = None,
+        config: Any = None,
+        count_tokens: Callable[[str], int] | None = None,
+    ) -> None:
+        self.store = store
+        self._encoder = encoder
+        self.strategy_params = dict(strategy_params or {})
+        self._model_config = config if config is not None else getattr(encoder, "config", None)
+        self.strategy = choose_strategy(strategy, self.strategy_params, self._model_config)
+        self._count_tokens = count_tokens
+        self._identity_recorded = False
+        self._source: str | None = None  # the model source to record (set by open)
+        if encoder is not None and _identity(store):
+            store.check_identity(encoder.config.identity())  # a recorded identity: compare, never rewrite
+            self._identity_recorded = True
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(
+        cls,
+        db: str | os.PathLike[str] = DEFAULT_DB,
+        *,
+        collection: str = DEFAULT_COLLECTION,
+        model: str | os.PathLike[str] | None = None,
+        device: str | None = None,
+        overrides: dict[str, Any] | None = None,
+        create: bool = True,
+        client: Any = None,
+        strategy: StrategyName | Strategy | None = None,
+        strategy_params: dict[str, int | float] | None = None,
+    ) -> LandmarkIndex:
+        """Open (or create) the index in ``db``: a folder, ``http(s)://host:port`` or ``":memory:"``.
+
+        The model: ``model`` when given, else the one the store records (set up as at
+        indexing time), else the package default for a new store; a model that differs
+        from the store's is refused (``StoreMismatchError``), and a store with sentences but
+        no recorded model needs ``model`` (``ModelNotRecordedError`` says so). ``overrides``
+        change config fields of a new store's model (e.g. ``{"pooling": "mean"}``). With
+        ``create=False`` a missing collection raises ``LookupError``. Opening never marks an
+        existing collection: the first write records the model (readers leave it as it is).
+        """
+        from landmark_rag.ingest.identity import encoder_for_store, record_model
+
+        client = client if client is not None else make_client(db)
+        try:
+            existing = ChromaSentenceStore.open(collection_name=collection, client=client, create=False)
+        except LookupError:
+            if not create:
+                raise
+            existing = None
+        encoder, source = encoder_for_store(existing, model, device=device, overrides=overrides)
+        if existing is None:  # a new collection: created with its model recorded
+            store = ChromaSentenceStore.open(
+                collection_name=collection, client=client, identity=encoder.config.identity(), create=True
+            )
+            record_model(store, source, encoder.dim)
+        else:
+            store = existing
+        index = cls(store, encoder, strategy=strategy, strategy_params=strategy_params)
+        index._source = source
+        return index
+
+    # ------------------------------------------------------------------ parts
+    @property
+    def encoder(self) -> Any:
+        """The :class:`~landmark_rag.LandmarkEncoder` (``ValueError`` if none was given)."""
+        if self._encoder is None:
+            raise ValueError("this LandmarkIndex has no encoder: pass query vectors, or build it with one")
+        return self._encoder
+
+    def resolve_strategy(self, strategy: StrategyName | Strategy | None = None) -> Strategy:
+        """The expansion for one call: ``strategy`` built with this index's ``strategy_params``,
+        or the index's own when ``None``."""
+        if strategy is None:
+            return self.strategy
+        return choose_strategy(strategy, self.strategy_params, self._model_config)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` as the adaptive strategy counts them."""
+        return self._token_counter()(text)
+
+    def _token_counter(self) -> Callable[[str], int] | None:
+        if self._count_tokens is not None:
+            return self._count_tokens
+        return self._encoder.count_tokens if self._encoder is not None else None
+
+    # ------------------------------------------------------------------ writing
+    def add_texts(
+        self,
+        texts: Sequence[str],
+        ids: Sequence[str | None] | None = None,
+        metadatas: Sequence[dict[str, Any] | None] | None = None,
+        *,
+        skip_unchanged: bool = True,
+        batch_size: int | None = None,
+        show_progress: bool = False,
+        encode: Callable[[list[str], list[str]], Sequence[EncodedDocument]] | None = None,
+    ) -> list[str]:
+        """Encode whole documents (one pass each) and store one vector per sentence.
+
+        Returns the document ids: ``ids[i]`` when given, else the first 16 hex digits of
+        the text's content hash (adding the same text twice is idempotent). Re-adding an id
+        replaces all its old sentences under the store's manifest protocol (an interrupted
+        write never shows a half-written document); with ``skip_unchanged`` a document whose
+        stored text hash and metadata are the same is not encoded again. Two different texts
+        under one id in a call are refused (``ValueError``). ``encode(texts, doc_ids)``
+        replaces the encoder call (a framework's embeddings object that encodes in context).
+        """
+        texts = list(texts)
+        if ids is not None and len(ids) != len(texts):
+            raise ValueError(f"got {len(ids)} ids for {len(texts)} texts")
+        if metadatas is not None and len(metadatas) != len(texts):
+            raise ValueError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
+        doc_ids = [
+            str(ids[i]) if ids is not None and ids[i] else content_hash(t)[:HASH_ID_LENGTH] for i, t in enumerate(texts)
+        ]
+        todo: dict[str, tuple[str, dict[str, Any]]] = {}
+        for i, (doc_id, text) in enumerate(zip(doc_ids, texts, strict=True)):
+            if not text.strip():  # checked for all before anything is written
+                raise ValueError(
+                    f"document {i} (id {doc_id!r}) has no text: a document without sentences cannot be "
+                    "retrieved; drop empty documents before adding (nothing was written)"
+                )
+            md = dict((metadatas[i] if metadatas is not None else None) or {})
+            if doc_id in todo:
+                if todo[doc_id][0] != text:
+                    raise ValueError(f"two different texts have the id {doc_id!r}; give each a distinct id")
+                continue
+            todo[doc_id] = (text, md)
+        self._record_identity()
+        stored = self.store.documents() if skip_unchanged else {}
+        items = []
+        for d, (t, md) in todo.items():
+            if not _unchanged(stored.get(d), t, md):
+                items.append((d, t, md))
+            elif stored[d].get("dirty"):  # an earlier write stopped after its commit: finish it
+                self.store.clean_document(d)
+        if encode is None:
+            encoder = self.encoder
+            size = batch_size or (64 if encoder.config.pooling == "sentence" else 16)
+
+            def encode(texts: list[str], doc_ids: list[str]) -> Sequence[EncodedDocument]:
+                return encoder.encode_documents(texts, doc_ids, batch_size=size)
+
+        bar = tqdm(total=len(items), desc="adding", unit="doc", disable=not show_progress)
+        try:
+            for i in range(0, len(items), ADD_BATCH):
+                batch = items[i : i + ADD_BATCH]
+                encoded = encode([t for _, t, _ in batch], [d for d, _, _ in batch])
+                for (_, text, md), doc in zip(batch, encoded, strict=True):
+                    self.store.add_document(doc, metadata=md, doc_hash=content_hash(text))
+                bar.update(len(batch))
+        finally:
+            bar.close()
+        return doc_ids
+
+    def add_documents(
+        self, encoded_documents: Sequence[EncodedDocument], metadatas: Sequence[dict[str, Any] | None] | None = None
+    ) -> list[str]:
+        """Store already-encoded documents (each needs a ``doc_id``); returns their ids."""
+        docs = list(encoded_documents)
+        if metadatas is not None and len(metadatas) != len(docs):
+            raise ValueError(f"got {len(metadatas)} metadatas for {len(docs)} documents")
+        self._record_identity()
+        for i, doc in enumerate(docs):
+            self.store.add_document(doc, metadata=metadatas[i] if metadatas is not None else None)
+        return [str(d.doc_id) for d in docs]
+
+    def delete(self, doc_ids: Sequence[str]) -> int:
+        """Remove documents and all their sentences; returns how many sentences went."""
+        return sum(self.store.delete_document(str(doc_id)) for doc_id in doc_ids)
+
+    def record_identity(self) -> None:
+        """Mark an unmarked store with this index's model (refuse a different one).
+
+        Every write does it first; a writer that stores through ``self.store`` directly
+        (``landmark-rag index``) calls it before writing.
+        """
+        if not self._identity_recorded:
+            self.store.check_identity(self.encoder.config.identity())
+            if self._source is not None:
+                from landmark_rag.ingest.identity import record_model
+
+                record_model(self.store, self._source, self.encoder.dim)
+            self._identity_recorded = True
+
+    _record_identity = record_identity
+
+    # ------------------------------------------------------------------ reading
+    def search(
+        self,
+        query: str,
+        k: int = 4,
+        *,
+        strategy: StrategyName | Strategy | None = None,
+        where: dict[str, Any] | None = None,
+        order: Order = "score",
+    ) -> list[Passage]:
+        """Exactly ``k`` passages for ``query`` (fewer only when the store has fewer).
+
+        Each passage's text is the exact slice of its document; ``strategy`` overrides the
+        index's expansion for this call (built with the index's ``strategy_params``);
+        ``where`` is a Chroma metadata filter on the sentences; ``order`` is ``score`` (best
+        first) or ``document`` (reading order).
+        """
+        return self._search(query, self.encode_query(query), k, strategy=strategy, where=where, order=order)
+
+    def search_many(
+        self,
+        queries: Sequence[str],
+        k: int = 4,
+        *,
+        strategy: StrategyName | Strategy | None = None,
+        where: dict[str, Any] | None = None,
+        order: Order = "score",
+        show_progress: bool = False,
+    ) -> list[list[Passage]]:
+        """:meth:`search` for many queries, encoded in batches."""
+        queries = list(queries)
+        if not queries:
+            return []
+        vectors = self.encoder.encode_queries(queries, show_progress=show_progress)
+        return [
+            self._search(q, v, k, strategy=strategy, where=where, order=order)
+            for q, v in zip(queries, vectors, strict=True)
+        ]
+
+    def encode_query(self, query: Query) -> np.ndarray:
+        """A unit query vector: ``query`` encoded, or a given vector normalised."""
+        if isinstance(query, str):
+            return self.encoder.encode_query(query)
+        return unit_vector(query)
+
+    def _sentence_hits(self, query: str, vector: np.ndarray, n: int, where: dict[str, Any] | None) -> list[Hit]:
+        """The best ``n`` scored sentence hits for a query: the one place hits are produced."""
+        return self.store.query(vector, n, where=where)
+
+    def _search(
+        self,
+        query: str,
+        vector: np.ndarray,
+        k: int,
+        *,
+        strategy: StrategyName | Strategy | None,
+        where: dict[str, Any] | None,
+        order: Order,
+    ) -> list[Passage]:
+        return collect_passages(
+            lambda n: self._sentence_hits(query, vector, n, where),
+            self.store.count_sentences(),
+            self.store,
+            k,
+            self.resolve_strategy(strategy),
+            query_vector=vector,
+            order=order,
+            count_tokens=self._token_counter(),
+        )
+
+    def expand(
+        self,
+        hits: Sequence[Hit],
+        *,
+        query: Query | None = None,
+        k: int | None = None,
+        strategy: StrategyName | Strategy | None = None,
+        order: Order = "score",
+    ) -> list[Passage]:
+        """Sentence hits found elsewhere (a framework retriever) -> merged, exact passages.
+
+        ``k``: at most this many passages, formed from the best hits first. The adaptive
+        strategy needs ``query`` (text or vector).
+        """
+        vector = self.encode_query(query) if query is not None else None
+        visible = getattr(self.store, "visible_hits", None)
+        if callable(visible):  # hits read raw by a framework: drop versions readers must not see
+            hits = visible(hits)
+        passages = expand_hits(
+            hits,
+            self.store,
+            self.resolve_strategy(strategy),
+            query_vector=vector,
+            count_tokens=self._token_counter(),
+            order=order,
+            max_passages=k,
+        )
+        return passages[:k] if k is not None else passages
+
+    def rescore(self, query: Query, passages: Sequence[Hit | Passage]) -> list[Any]:
+        """Copies of ``passages`` (or hits) scored by cosine with ``query``, from stored vectors."""
+        return cosine_rescore(list(passages), self.store, self.encode_query(query))
+
+    def __repr__(self) -> str:
+        name = getattr(getattr(self._encoder, "config", None), "model_name", None)
+        return f"LandmarkIndex(model={name!r}, strategy={self.strategy!r})"
+
+
+def _identity(store: Any) -> dict[str, Any]:
+    identity = getattr(store, "identity", None)
+    return identity() if callable(identity) else {}
+
+
+def _unchanged(record: dict[str, Any] | None, text: str, metadata: dict[str, Any]) -> bool:
+    """Whether a manifest record (of a completely stored document) matches text and metadata."""
+    if record is None or record.get(DOC_HASH) != content_hash(text):
+        return False
+    return {k: v for k, v in record.items() if k not in _MANIFEST_KEYS} == flat_metadata(metadata)

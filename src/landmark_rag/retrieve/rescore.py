@@ -1,0 +1,54 @@
+"""Cosine re-scoring of hits and passages against a query, from the stored sentence vectors.
+
+Scores that arrive from outside (a framework retriever's distance in its own scale, a
+rank, a lexical score) are not comparable with the cosines the adaptive expansion and
+the rest of the pipeline use; re-scoring reads each hit sentence's stored vector and
+scores it as its cosine with the (unit) query vector. This is the only place that does it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TypeVar
+
+import numpy as np
+
+from landmark_rag.expand import SentenceSource
+from landmark_rag.types import Hit, Passage
+
+Scored = TypeVar("Scored", Hit, Passage)
+
+
+def unit_vector(vector: object) -> np.ndarray:
+    """``vector`` as float32 with unit length (so inner products are cosines)."""
+    v = np.asarray(vector, dtype=np.float32).reshape(-1)
+    return v / max(float(np.linalg.norm(v)), 1e-12)
+
+
+def cosine_rescore(items: Sequence[Scored], source: SentenceSource, query_vector: np.ndarray) -> list[Scored]:
+    """Copies of ``items`` scored by cosine with ``query_vector``, in the same order.
+
+    A :class:`~landmark_rag.types.Hit` scores as its sentence's stored vector; a
+    :class:`~landmark_rag.types.Passage` as its best hit sentence. An item whose vectors the
+    source does not hold keeps its score.
+    """
+    query = unit_vector(query_vector)
+    wanted: dict[str, set[int]] = defaultdict(set)
+    for item in items:
+        doc_id, indices = _sentences_of(item)
+        wanted[doc_id].update(indices)
+    vectors = {doc_id: source.get_embeddings(doc_id, sorted(idx)) for doc_id, idx in wanted.items()}
+    out: list[Scored] = []
+    for item in items:
+        doc_id, indices = _sentences_of(item)
+        scores = [float(vectors[doc_id][i] @ query) for i in indices if i in vectors[doc_id]]
+        out.append(replace(item, score=max(scores)) if scores else replace(item))
+    return out
+
+
+def _sentences_of(item: Hit | Passage) -> tuple[str, list[int]]:
+    if isinstance(item, Hit):
+        return str(item.sentence.doc_id), [item.sentence.index]
+    return item.doc_id, list(item.hit_indices)
