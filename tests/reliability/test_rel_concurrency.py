@@ -44,6 +44,8 @@ def run_reader_and_writer(tmp_path, model, *probe_args: str) -> tuple[dict, list
 
 def test_reader_process_sees_writer_process_changes(tmp_path, tiny_bert_dir):
     final, views, expected, v1 = run_reader_and_writer(tmp_path, tiny_bert_dir)
+    print(f"FAULT concurrent reader: {final['observations']} observations, {len(final['errors'])} errors, "
+          f"new document found by search: {final['new_doc_found']}")
     assert final["errors"] == [], final["errors"][:5]
     assert final["observations"] >= 1
     for view in views:  # every intermediate view: each document in exactly one complete version
@@ -57,4 +59,7 @@ def test_reader_process_sees_writer_process_changes(tmp_path, tiny_bert_dir):
 def test_reader_without_reopen_goes_stale(tmp_path, tiny_bert_dir):
     """Why the store reopens: the same reader without it (Chroma's behaviour, measured)."""
     final, _, expected, _ = run_reader_and_writer(tmp_path, tiny_bert_dir, "--no-refresh")
+    print(f"FAULT reader without reopen: {final['observations']} observations, errors {final['errors'][:2]}, "
+          f"final view == the writer's corpus: {final['final'] == expected}, "
+          f"new document found by search: {final['new_doc_found']}")
     assert final["errors"] or not final["new_doc_found"] or final["final"] != expected

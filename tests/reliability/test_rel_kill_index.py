@@ -8,9 +8,11 @@ over from the killed runs.
 
 from __future__ import annotations
 
+import os
 import random
+import re
 import signal
-import time
+import threading
 
 import pytest
 from faultkit import cli, corpus_versions, popen_cli, visible_state, write_corpus
@@ -18,10 +20,11 @@ from faultkit import cli, corpus_versions, popen_cli, visible_state, write_corpu
 from landmark_rag.store import ChromaSentenceStore
 
 #: Every step of the protocol (module docstring of landmark_rag.store.chroma), each run
-#: resuming what the one before left; the default run takes the two that leave both versions
-#: stored (half-written new sentences; committed but not cleaned up), the rest is slow.
+#: resuming what the one before left; the default run takes the one that leaves both versions
+#: stored and the new one visible (committed, not cleaned up) plus a kill from outside at a
+#: random moment while writing; every point is in the slow test.
 ALL_POINTS = ["encode:1", "announce:2", "upsert:3", "commit:2", "committed:2", "cleaned:2"]
-DEFAULT_POINTS = ["upsert:3", "committed:2"]
+DEFAULT_POINTS = ["committed:2"]
 
 
 def open_fresh(db) -> ChromaSentenceStore:
@@ -45,10 +48,24 @@ def check_reader_view(db, allowed: list[dict[str, str]]) -> dict[str, str]:
     keys = [(h.sentence.doc_id, h.sentence.index) for h in hits]
     assert len(keys) == len(set(keys)) == n_visible
     versions = [next(i for i, v in enumerate(allowed) if v[doc_id] == text) for doc_id, text in state.items()]
-    print(f"FAULT reader view: {len(state)} documents visible ({versions.count(0)} previous, "
-          f"{len(versions) - versions.count(0)} new), {n_visible} sentences, 0 duplicates, "
-          f"{store.count_sentences()} stored")
+    shown = ", ".join(f"{versions.count(i)} in version {i + 1}" for i in range(len(allowed)))
+    print(f"FAULT reader view: {len(state)} documents visible ({shown} of those allowed), {n_visible} "
+          f"sentences, 0 duplicates, {store.count_sentences()} stored")
     return state
+
+
+def _watch_progress(proc, started: threading.Event, target: int) -> None:
+    """Set ``started`` once the child's progress bar (tqdm on stderr) counts ``target`` documents."""
+    seen = ""
+    while True:
+        chunk = os.read(proc.stderr.fileno(), 4096)
+        if not chunk:
+            started.set()
+            return
+        seen = (seen + chunk.decode("utf-8", "replace"))[-2000:]
+        done = [int(n) for n in re.findall(r"\| *(\d+)/\d+ ", seen)]
+        if done and max(done) >= target:
+            started.set()
 
 
 def index_args(folder, db, model) -> list[str]:
@@ -72,11 +89,15 @@ def kill_rerun_cycle(tmp_path, model, points: list[str], random_kills: int, n_do
         print(f"FAULT kill -9 at {point}:", end=" ")
         check_reader_view(db, [v1, v2])
     rng = random.Random(0)
-    for _ in range(random_kills):  # kill -9 from outside, wherever the child happens to be
-        proc = popen_cli(*index_args(folder, db, model), "--batch-size", "1")
-        time.sleep(rng.uniform(2.0, 8.0))  # start-up alone takes seconds: some kills land mid-write
+    for _ in range(random_kills):  # kill -9 from outside, at a random moment once writing started
+        args = [a for a in index_args(folder, db, model) if a != "-q"]
+        proc = popen_cli(*args, "--batch-size", "1")
+        started = threading.Event()
+        target = rng.randint(1, max(1, n_docs - 2))  # kill once this many documents are done
+        threading.Thread(target=_watch_progress, args=(proc, started, target), daemon=True).start()
+        started.wait(timeout=240)
         proc.kill()
-        proc.communicate(timeout=60)
+        proc.wait(timeout=60)
         print("FAULT kill -9 from outside:", end=" ")
         check_reader_view(db, [v1, v2])
 
@@ -92,7 +113,7 @@ def kill_rerun_cycle(tmp_path, model, points: list[str], random_kills: int, n_do
 
 
 def test_kill9_during_index_then_rerun_is_exact(tmp_path, tiny_bert_dir):
-    kill_rerun_cycle(tmp_path, tiny_bert_dir, DEFAULT_POINTS, random_kills=1)
+    kill_rerun_cycle(tmp_path, tiny_bert_dir, DEFAULT_POINTS, random_kills=1, n_docs=24)
 
 
 @pytest.mark.slow

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import chromadb
+import pytest
 from faultkit import HERE, corpus_versions, env, visible_state
 
 from landmark_rag.store import ChromaSentenceStore
@@ -36,7 +37,16 @@ def reader_view(db) -> tuple[dict[str, str], int, dict]:
     return visible_state(store), collection.count(), store.documents(include_incomplete=True)
 
 
-def test_llama_reingest_killed_failed_and_refused_keeps_previous_version(tmp_path, tiny_bert_dir):
+def test_llama_reingest_killed_and_failed_keeps_previous_version(tmp_path, tiny_bert_dir):
+    llama_cycle(tmp_path, tiny_bert_dir, kill_points=("encode:1",), other_model=False)
+
+
+@pytest.mark.slow
+def test_llama_reingest_killed_after_commit_and_other_model_refused(tmp_path, tiny_bert_dir):
+    llama_cycle(tmp_path, tiny_bert_dir, kill_points=("encode:1", "committed:2"), other_model=True)
+
+
+def llama_cycle(tmp_path, tiny_bert_dir, *, kill_points: tuple[str, ...], other_model: bool) -> None:
     v1, v2 = corpus_versions(4)
     db = tmp_path / "db"
     first = run_pipeline(db, list(v1.items()), tiny_bert_dir, tmp_path)
@@ -45,7 +55,7 @@ def test_llama_reingest_killed_failed_and_refused_keeps_previous_version(tmp_pat
     assert state == v1  # the manifest holds each document's text, rebuilt exactly from its sentences
 
     # killed while encoding (the case that used to leave 0 records), then right after a commit
-    for point in ("encode:1", "committed:2"):
+    for point in kill_points:
         killed = run_pipeline(db, list(v2.items()), tiny_bert_dir, tmp_path, kill_at=point)
         assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
         state, _, _ = reader_view(db)
@@ -58,10 +68,10 @@ def test_llama_reingest_killed_failed_and_refused_keeps_previous_version(tmp_pat
     assert "overlap" not in failed.stderr
     before_refusal = reader_view(db)[0]
 
-    # another model into this store is refused like every other path
-    other = run_pipeline(db, list(v2.items()), tiny_bert_dir, tmp_path, "mean")
-    assert other.returncode == 2 and "StoreMismatchError" in other.stderr and "pooling" in other.stderr
-    assert reader_view(db)[0] == before_refusal
+    if other_model:  # another model into this store is refused like every other path
+        other = run_pipeline(db, list(v2.items()), tiny_bert_dir, tmp_path, "mean")
+        assert other.returncode == 2 and "StoreMismatchError" in other.stderr and "pooling" in other.stderr
+        assert reader_view(db)[0] == before_refusal
 
     final = run_pipeline(db, list(v2.items()), tiny_bert_dir, tmp_path)
     assert final.returncode == 0, final.stderr[-3000:]

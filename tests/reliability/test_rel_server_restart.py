@@ -61,6 +61,10 @@ def test_server_stopped_and_restarted_during_queries(tmp_path):
         done.set()
         thread.join(timeout=60)
 
+        from collections import Counter
+
+        print(f"FAULT server restart: {len(outcomes)} queries, {dict(Counter(outcomes))}; "
+              f"info while down: exit {down_cli.returncode}")
         assert not [o for o in outcomes if o.startswith("WRONG")]
         first_error = next(i for i, o in enumerate(outcomes) if o.startswith("error"))
         assert "ok" in outcomes[:first_error]  # answered before the stop
