@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import pytest
 import torch
 
 from landmark_rag import LandmarkEncoder
+from landmark_rag.datasets import read_squad
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -48,19 +48,12 @@ class Article:
 
 
 def load_squad(path: Path, limit: int | None = None) -> list[Article]:
-    """Articles of a SQuAD v1.1 file; answer offsets are moved into the joined document."""
-    data = json.loads(path.read_text(encoding="utf-8"))["data"]
-    articles = []
-    for art in data[:limit]:
-        parts, questions, offset = [], [], 0
-        for para in art["paragraphs"]:
-            for qa in para["qas"]:
-                ans = qa["answers"][0]
-                questions.append(Question(qa["question"], ans["text"], offset + ans["answer_start"]))
-            parts.append(para["context"])
-            offset += len(para["context"]) + 2
-        articles.append(Article(art["title"], "\n\n".join(parts), questions))
-    return articles
+    """Articles of a SQuAD v1.1 file (the package's one loader), with each question's first
+    answer at its offset in the joined document."""
+    return [
+        Article(a.title, a.text, [Question(q.question, q.answer, q.answer_start) for q in a.questions])
+        for a in read_squad(path, limit)
+    ]
 
 
 @pytest.fixture(scope="session")

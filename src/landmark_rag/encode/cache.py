@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from landmark_rag.encode.encoder import LandmarkEncoder
+from landmark_rag.encode.registry import default_model
 
 #: Base encoders (distinct weights) kept alive at once; the least recently used goes first.
 MAX_MODELS = 4
@@ -38,8 +39,6 @@ def load_encoder(
     Raises what :meth:`LandmarkEncoder.from_pretrained` raises (``ModelNotFoundError`` for
     an unknown model, ``ValueError`` for an invalid setting).
     """
-    from landmark_rag.models import default_model
-
     name = os.fspath(model) if model is not None else default_model()
     base_key = (name, None if device is None else str(device), None if dtype is None else str(dtype))
     key = (*base_key, tuple(sorted((k, repr(v)) for k, v in overrides.items())))
@@ -63,8 +62,6 @@ def load_encoder(
 
 def is_loaded(model: str | os.PathLike[str] | None = None, *, device: str | None = None) -> bool:
     """Whether ``model``'s weights are already in this process's cache."""
-    from landmark_rag.models import default_model
-
     name = os.fspath(model) if model is not None else default_model()
     return any(k[0] == name and k[1] == (None if device is None else str(device)) for k in _BASE)
 

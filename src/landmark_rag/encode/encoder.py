@@ -6,7 +6,7 @@ import logging
 import os
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +16,10 @@ from tqdm.auto import tqdm
 
 from landmark_rag.encode.config import LandmarkConfig
 from landmark_rag.encode.fingerprint import weights_fingerprint
-from landmark_rag.encode.loading import (
-    ModelSource,
-    is_causal,
-    load_hf,
-    materialise_gguf,
-    pick_device,
-    pick_dtype,
-    resolve,
-)
-from landmark_rag.encode.windows import plan_windows
+from landmark_rag.encode.layout import Job, document_jobs, query_jobs, standalone_jobs, tokenize_sentences
+from landmark_rag.encode.loading import load_hf, materialise_gguf, pick_device, pick_dtype
+from landmark_rag.encode.pooling import last_hidden, pad_batch, pool
+from landmark_rag.encode.registry import ModelSource, default_model, is_causal, plain_model_config, resolve
 from landmark_rag.segment import Segmenter, segment_sentences
 from landmark_rag.types import EncodedDocument, Sentence
 
@@ -35,15 +29,8 @@ logger = logging.getLogger(__name__)
 _GROUP_TOKENS = 1 << 17
 
 
-@dataclass
-class _Job:
-    """One encoder input: a window (or a lone sentence) and what to pool from it."""
-
-    ids: np.ndarray  # int64 token ids including special tokens
-    doc: int  # index of the document in the current group
-    sentences: np.ndarray  # sentence indices (within the doc) pooled from this job
-    starts: np.ndarray  # pooling span start per sentence (position in ids)
-    ends: np.ndarray  # pooling span end (exclusive); landmark pooling uses ends - 1
+#: Kept for code that imported the job type from here; it lives in ``encode.layout``.
+_Job = Job
 
 
 class LandmarkEncoder:
@@ -68,8 +55,9 @@ class LandmarkEncoder:
             raise ValueError("the tokenizer has neither [SEP] nor EOS; set lmk_token explicitly")
         self.lmk_id = self._token_id(config.lmk_token)
         self.max_length = int(config.max_length or self._model_max_length())
-        self._prefix, self._suffix = self._special_tokens()
-        self.budget = self.max_length - len(self._prefix) - len(self._suffix)
+        #: special tokens the tokenizer wraps a single text in ([CLS] ... [SEP], <s> ...)
+        self.prefix_ids, self.suffix_ids = self._special_tokens()
+        self.budget = self.max_length - len(self.prefix_ids) - len(self.suffix_ids)
         if self.budget < 8:
             raise ValueError(f"max_length {self.max_length} leaves no room for text")
         self.overlap = int(config.window_overlap if config.window_overlap is not None else self.max_length // 4)
@@ -97,8 +85,6 @@ class LandmarkEncoder:
         package's default model. Keyword arguments override fields of
         :class:`LandmarkConfig` (e.g. ``pooling="mean"``).
         """
-        from landmark_rag.models import default_model
-
         if model is None:
             model = default_model()
         source = resolve(model)
@@ -137,9 +123,13 @@ class LandmarkEncoder:
         # worse than using the model as trained (docs/benchmarks.md), so an unconfigured
         # bidirectional model embeds each sentence alone. Causal LMs follow the reference
         # code (EOS as landmark, last-token pooling).
-        from landmark_rag.models import plain_model_config
-
         return plain_model_config(source)
+
+    def to(self, device: str | torch.device) -> LandmarkEncoder:
+        """Move the model to ``device`` (the encoder then runs its inputs there); returns self."""
+        self.device = torch.device(device)
+        self.model.to(self.device)
+        return self
 
     def add_landmark_token(self, token: str = "[LMK]", init_from: str | None = None) -> None:
         """Add ``token`` as a new special token, initialised from ``init_from``'s embedding.
@@ -262,23 +252,12 @@ class LandmarkEncoder:
         return results
 
     def _tokenize_sentences(self, sentences: list[Sentence]) -> list[np.ndarray]:
-        if not sentences:
-            return []
-        # Causal (byte-level BPE) tokenizers encode the space before a word into the word's
-        # token; keeping the preceding whitespace reproduces in-context tokenisation.
-        pieces = [s.space_before + s.text if self.causal else s.text for s in sentences]
-        cap = self.budget if self.config.pooling == "sentence" else self.budget - 1
-        fallback = [self.tokenizer.unk_token_id or self.pad_id]
-        out: list[np.ndarray] = []
-        for i in range(0, len(pieces), 2048):  # batches: Python lists of a whole book's ids are large
-            ids = self.tokenizer(pieces[i : i + 2048], add_special_tokens=False, verbose=False)["input_ids"]
-            out.extend(np.asarray(x[:cap] or fallback, dtype=np.int64) for x in ids)
-        return out
+        return tokenize_sentences(self, [s.text for s in sentences], [s.space_before for s in sentences])
 
     def _encode_group(
         self, group: list[tuple[str, str | None, list[Sentence], list[np.ndarray]]], batch_size: int
     ) -> list[EncodedDocument]:
-        jobs: list[_Job] = []
+        jobs: list[Job] = []
         for d, (_, _, _, toks) in enumerate(group):
             jobs.extend(self._jobs_for_document(d, toks))
         outs = [np.zeros((len(s), self.dim), dtype=np.float32) for _, _, s, _ in group]
@@ -288,45 +267,18 @@ class LandmarkEncoder:
             for (text, doc_id, sents, _), out in zip(group, outs, strict=True)
         ]
 
-    def _jobs_for_document(self, d: int, toks: list[np.ndarray]) -> list[_Job]:
-        prefix = np.asarray(self._prefix, dtype=np.int64)
-        suffix = np.asarray(self._suffix, dtype=np.int64)
-        if self.config.pooling == "sentence":
-            return self._standalone_jobs(toks, d)
-        landmark = self.config.pooling == "landmark"
-        lmk = np.asarray([self.lmk_id], dtype=np.int64)
-        lengths = [len(t) + (1 if landmark else 0) for t in toks]
-        windows, assigned = plan_windows(lengths, self.budget, self.overlap, self.causal)
-        jobs = []
-        for w, (a, b) in enumerate(windows):
-            parts = [prefix]
-            pos = len(prefix)
-            sel, starts, ends = [], [], []
-            for i in range(a, b):
-                t = toks[i]
-                parts.append(t)
-                if landmark:
-                    parts.append(lmk)
-                if assigned[i] == w:
-                    sel.append(i)
-                    starts.append(pos)
-                    ends.append(pos + len(t) + (1 if landmark else 0))
-                pos += lengths[i]
-            parts.append(suffix)
-            ids = np.concatenate(parts)[: self.max_length]
-            if sel:
-                jobs.append(_Job(ids, d, np.array(sel), np.array(starts), np.minimum(np.array(ends), len(ids))))
-        return jobs
+    def _jobs_for_document(self, d: int, toks: list[np.ndarray]) -> list[Job]:
+        return document_jobs(self, toks, d)
 
     def _run_jobs(
-        self, jobs: list[_Job], batch_size: int, outs: list[np.ndarray], mode: str, show_progress: bool = False
+        self, jobs: list[Job], batch_size: int, outs: list[np.ndarray], mode: str, show_progress: bool = False
     ) -> None:
         order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))  # minimal padding
         step = max(1, batch_size)
         for i in tqdm(range(0, len(order), step), desc="batches", disable=not show_progress):
             self._run_batch([jobs[j] for j in order[i : i + step]], outs, mode)
 
-    def _run_batch(self, batch: list[_Job], outs: list[np.ndarray], mode: str) -> None:
+    def _run_batch(self, batch: list[Job], outs: list[np.ndarray], mode: str) -> None:
         try:
             pooled = self._forward_pool(batch, mode)
         except torch.OutOfMemoryError:
@@ -343,33 +295,11 @@ class LandmarkEncoder:
             outs[job.doc][job.sentences] = vecs
 
     @torch.inference_mode()
-    def _forward_pool(self, batch: list[_Job], mode: str) -> list[np.ndarray]:
-        """Run one padded batch and pool: ``landmark`` takes position ``end - 1``, ``mean``
-        averages ``[start, end)``."""
-        width = max(len(j.ids) for j in batch)
-        ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for r, job in enumerate(batch):
-            ids[r, : len(job.ids)] = torch.from_numpy(job.ids)
-            mask[r, : len(job.ids)] = 1
-        hidden = self._hidden(ids, mask)
-        result = []
-        if mode == "landmark":
-            for r, job in enumerate(batch):
-                result.append(hidden[r, torch.from_numpy(job.ends - 1)].float().cpu().numpy())
-            return result
-        # mean over [start, end) via a cumulative sum: one pass however many sentences
-        csum = torch.cat([torch.zeros_like(hidden[:, :1], dtype=torch.float32), hidden.float().cumsum(1)], dim=1)
-        for r, job in enumerate(batch):
-            s = torch.from_numpy(job.starts)
-            e = torch.from_numpy(job.ends)
-            vec = (csum[r, e] - csum[r, s]) / (e - s).clamp(min=1).unsqueeze(1).to(csum.dtype)
-            result.append(vec.cpu().numpy())
-        return result
-
-    def _hidden(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        out = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device))
-        return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+    def _forward_pool(self, batch: list[Job], mode: str) -> list[np.ndarray]:
+        """Run one padded batch and pool it (``encode.pooling``, the code training runs too)."""
+        ids, mask = pad_batch(batch, self.pad_id)
+        hidden = last_hidden(self.model, ids.to(self.device), mask.to(self.device))
+        return [v.cpu().numpy() for v in pool(hidden, batch, mode)]
 
     # ------------------------------------------------------------------ queries
     def encode_query(self, text: str) -> np.ndarray:
@@ -389,36 +319,11 @@ class LandmarkEncoder:
         self._run_jobs(jobs, batch_size, out, "landmark" if landmark else "mean", show_progress)
         return _normalise(out[0])
 
-    def _query_jobs(self, texts: Sequence[str]) -> list[_Job]:
-        """Encoder inputs for queries: ``[instruction] query [LMK]`` pooled at the LMK, or the
-        whole query mean-pooled (training builds its query batches from these too)."""
-        instr = self.config.query_instruction
-        ids = self.tokenizer([instr + t for t in texts], add_special_tokens=False)["input_ids"]
-        landmark = self.config.query_pooling == "landmark"
-        cap = self.budget - (1 if landmark else 0)
-        prefix = np.asarray(self._prefix, dtype=np.int64)
-        suffix = np.asarray(self._suffix, dtype=np.int64)
-        jobs = []
-        for q, x in enumerate(ids):
-            t = np.asarray(x[:cap], dtype=np.int64)
-            if landmark:
-                seq = np.concatenate([prefix, t, [self.lmk_id], suffix])
-                end = len(prefix) + len(t) + 1
-                jobs.append(_Job(seq, 0, np.array([q]), np.array([end - 1]), np.array([end])))
-            else:
-                seq = np.concatenate([prefix, t, suffix])
-                jobs.append(_Job(seq, 0, np.array([q]), np.array([0]), np.array([len(seq)])))
-        return jobs
+    def _query_jobs(self, texts: Sequence[str]) -> list[Job]:
+        return query_jobs(self, texts)
 
-    def _standalone_jobs(self, toks: list[np.ndarray], d: int = 0) -> list[_Job]:
-        """Each unit alone, mean-pooled over ``[CLS] unit [SEP]`` (pooling="sentence")."""
-        prefix = np.asarray(self._prefix, dtype=np.int64)
-        suffix = np.asarray(self._suffix, dtype=np.int64)
-        return [
-            _Job(np.concatenate([prefix, t, suffix]), d, np.array([i]), np.array([0]),
-                 np.array([len(prefix) + len(t) + len(suffix)]))
-            for i, t in enumerate(toks)
-        ]
+    def _standalone_jobs(self, toks: list[np.ndarray], d: int = 0) -> list[Job]:
+        return standalone_jobs(self, toks, d)
 
     def encode_texts(self, texts: Sequence[str], *, batch_size: int = 16, show_progress: bool = False) -> np.ndarray:
         """Embed standalone texts (no surrounding document), one vector per text.
@@ -475,7 +380,7 @@ def _apply_adapter(model: Any, tokenizer: Any, adapter_dir: str) -> Any:
     try:
         from peft import PeftModel
     except ImportError:  # peft is the `train` extra; plain LoRA merges without it
-        from landmark_rag.models.lora import merge_lora
+        from landmark_rag.encode.lora import merge_lora
 
         return merge_lora(model, adapter_dir)
     return PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()

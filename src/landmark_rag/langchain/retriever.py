@@ -29,18 +29,19 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from landmark_rag.expand import Strategy, choose_strategy
+from landmark_rag.expand import Strategy
 from landmark_rag.index import LandmarkIndex
+from landmark_rag.langchain.collection import CollectionAdapter
 from landmark_rag.langchain.convert import passage_document
-from landmark_rag.langchain.embeddings import LandmarkEmbeddings, embeddings_for_store
+from landmark_rag.langchain.embeddings import LandmarkEmbeddings
 from landmark_rag.langchain.ids import resolve_doc_ids
-from landmark_rag.store import DEFAULT_COLLECTION, MEMORY, ChromaSentenceStore, make_client
+from landmark_rag.store import DEFAULT_COLLECTION, ChromaSentenceStore
 
 #: Keyword arguments ``BaseRetriever.invoke`` may forward that are not search options.
 _IGNORED_KWARGS = {"verbose"}
 
 
-class LandmarkRetriever(BaseRetriever):
+class LandmarkRetriever(CollectionAdapter, BaseRetriever):
     """Retrieve exactly ``k`` expanded passages from a landmark-ingested Chroma collection.
 
     Construct it over an existing collection (``LandmarkRetriever(persist_directory=...,
@@ -81,11 +82,7 @@ class LandmarkRetriever(BaseRetriever):
     _index: LandmarkIndex | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
-        if self.strategy is not None:  # fail at construction on bad parameters
-            choose_strategy(self.strategy, self.strategy_params)
-        if self.client is None:
-            self.client = make_client(MEMORY if self.persist_directory is None else self.persist_directory)
-        self._store = ChromaSentenceStore.open(collection_name=self.collection_name, client=self.client, create=True)
+        self._open_collection(create=True)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -112,18 +109,6 @@ class LandmarkRetriever(BaseRetriever):
         )
         retriever.add_documents(documents, ids=ids)
         return retriever
-
-    @property
-    def store(self) -> ChromaSentenceStore:
-        """The core store over the collection (for counts, manifests, deletion)."""
-        assert self._store is not None
-        return self._store
-
-    def _embeddings(self) -> LandmarkEmbeddings:
-        """The embeddings: given, else the model the collection records (or the default)."""
-        if self.embeddings is None:
-            self.embeddings = embeddings_for_store(self.store)
-        return self.embeddings
 
     @property
     def index(self) -> LandmarkIndex:

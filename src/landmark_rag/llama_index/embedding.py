@@ -29,6 +29,8 @@ from llama_index.core.instrumentation.events.embedding import EmbeddingEndEvent,
 from llama_index.core.schema import BaseNode, MetadataMode
 
 from landmark_rag.encode import LandmarkEncoder
+from landmark_rag.encode.cache import load_encoder
+from landmark_rag.encode.registry import default_model_name
 from landmark_rag.llama_index.convert import (
     duplicate_id_message,
     is_sentence_node,
@@ -36,13 +38,10 @@ from landmark_rag.llama_index.convert import (
     node_text,
     node_to_sentence,
 )
-from landmark_rag.models import default_model_name
 from landmark_rag.types import Sentence
 
 logger = logging.getLogger(__name__)
 dispatcher = get_dispatcher(__name__)
-
-_DEFAULT_MODEL = default_model_name()  # the package default: the trained landmark-minilm
 
 
 class LandmarkEmbedding(BaseEmbedding):
@@ -56,7 +55,9 @@ class LandmarkEmbedding(BaseEmbedding):
     ``embed_batch_size`` is the number of encoder windows per forward pass.
     """
 
-    model_name: str = Field(default=_DEFAULT_MODEL, description="Model alias, directory or .gguf file.")
+    model_name: str = Field(
+        default_factory=default_model_name, description="Model alias, directory or .gguf file (default: the package's)."
+    )
     embed_batch_size: int = Field(default=16, gt=0, le=2048, description="Encoder windows per forward pass.")
     device: str | None = Field(default=None, description="torch device; None picks cuda/mps/cpu.")
     encoder_kwargs: dict[str, Any] = Field(
@@ -84,12 +85,33 @@ class LandmarkEmbedding(BaseEmbedding):
         if encoder is not None:
             model_name = model_name or encoder.model_name
             device = device or str(encoder.device)
-        super().__init__(model_name=model_name or _DEFAULT_MODEL, device=device, encoder_kwargs=overrides, **kwargs)
+        super().__init__(model_name=model_name or default_model_name(), device=device, encoder_kwargs=overrides, **kwargs)
         self._encoder = encoder
 
     @classmethod
     def class_name(cls) -> str:
         return "LandmarkEmbedding"
+
+    @classmethod
+    def for_vector_store(cls, vector_store: Any, **kwargs: Any) -> LandmarkEmbedding:
+        """The model a landmark Chroma collection records, set up as at indexing time.
+
+        ``vector_store``: a ``ChromaVectorStore`` (or a ``ChromaSentenceStore``); an unmarked
+        collection gets the package default. The same rule and the same cached encoder as
+        the CLI, :class:`~landmark_rag.LandmarkIndex` and the LangChain adapters.
+        """
+        from landmark_rag.ingest.identity import store_model
+        from landmark_rag.llama_index.sources import chroma_collection
+        from landmark_rag.store import ChromaSentenceStore
+
+        store = vector_store
+        if not isinstance(store, ChromaSentenceStore):
+            collection = chroma_collection(vector_store)
+            if collection is None:
+                raise TypeError(f"cannot read a model identity from {type(vector_store).__name__}")
+            store = ChromaSentenceStore(collection)
+        source, overrides = store_model(store)
+        return cls(source, encoder_kwargs=overrides, **kwargs)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle the settings, not the model (``IngestionPipeline(num_workers=...)`` pickles
@@ -109,9 +131,9 @@ class LandmarkEmbedding(BaseEmbedding):
                 if self._encoder is None:
                     kwargs = dict(self.encoder_kwargs)
                     dtype = kwargs.pop("dtype", None)
-                    self._encoder = LandmarkEncoder.from_pretrained(
-                        self.model_name, device=self.device, dtype=dtype, **kwargs
-                    )
+                    # the process-wide cache: one copy of the weights for the CLI, the core and
+                    # both framework adapters
+                    self._encoder = load_encoder(self.model_name, device=self.device, dtype=dtype, **kwargs)
         return self._encoder
 
     # ------------------------------------------------------------------ queries

@@ -85,6 +85,7 @@ class LongDocBuilder:
             queries=[art.questions[j].text for j in chosen],
             spans=[[i - lo for i in self.spans[a][j]] for j in chosen],
             doc_id=f"{art.title}[{lo}:{hi}]",
+            spaces=["", *(s.space_before for s in art.sentences[lo + 1 : hi])],
         )
 
     def batches(self, rng: random.Random) -> Iterator[Batch]:

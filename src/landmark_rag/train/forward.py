@@ -1,8 +1,8 @@
-"""Differentiable versions of the encoder's document and query pooling.
+"""Training's forward: the encoder's own layout and pooling, with gradients.
 
-Training must produce exactly the vectors inference produces, so documents are laid out
-with the encoder's own window planner (``LandmarkEncoder._jobs_for_document``) and the
-same special tokens, landmark id and pooling positions; only the forward keeps gradients.
+Training must produce exactly the vectors inference produces, so documents, queries and
+standalone units are laid out by ``encode.layout`` and pooled by ``encode.pooling`` - the
+functions ``LandmarkEncoder`` itself runs - and only the forward keeps gradients.
 """
 
 from __future__ import annotations
@@ -13,60 +13,47 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from landmark_rag.encode.encoder import LandmarkEncoder, _Job
+from landmark_rag.encode.encoder import LandmarkEncoder
+from landmark_rag.encode.layout import Job, document_jobs, query_jobs, standalone_jobs, tokenize_sentences
+from landmark_rag.encode.pooling import last_hidden, pad_batch, pool
+from landmark_rag.train.examples import TrainExample
 
 Forward = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
-
-def tokenize_units(encoder: LandmarkEncoder, units: Sequence[str]) -> list[np.ndarray]:
-    """Token ids per unit, capped the way the encoder caps sentences."""
-    if not units:
-        return []
-    pieces = [(" " + u if i and encoder.causal else u) for i, u in enumerate(units)]
-    ids = encoder.tokenizer(pieces, add_special_tokens=False)["input_ids"]
-    cap = encoder.budget if encoder.config.pooling == "sentence" else encoder.budget - 1
-    fallback = encoder.tokenizer.unk_token_id or encoder.pad_id
-    return [np.asarray(x[:cap] or [fallback], dtype=np.int64) for x in ids]
-
-
-def document_jobs(encoder: LandmarkEncoder, toks: list[np.ndarray], doc: int = 0) -> list[_Job]:
-    """The encoder inputs for one document, exactly as ``encode_document`` builds them."""
-    return encoder._jobs_for_document(doc, toks)
+__all__ = [
+    "Forward",
+    "Job",
+    "document_jobs",
+    "document_vectors",
+    "hf_forward",
+    "pool_jobs",
+    "query_jobs",
+    "standalone_jobs",
+    "tokenize_units",
+]
 
 
-def query_jobs(encoder: LandmarkEncoder, queries: Sequence[str]) -> list[_Job]:
-    """Encoder inputs for queries, exactly as ``encode_queries`` builds them."""
-    return encoder._query_jobs(queries)
+def tokenize_units(
+    encoder: LandmarkEncoder, units: Sequence[str], spaces: Sequence[str] | None = None
+) -> list[np.ndarray]:
+    """Token ids per unit, as inference tokenises sentences (``encode.layout``).
 
-
-def standalone_jobs(encoder: LandmarkEncoder, toks: list[np.ndarray]) -> list[_Job]:
-    """Each unit alone, mean-pooled over ``[CLS] unit [SEP]`` (pooling="sentence")."""
-    return encoder._standalone_jobs(toks)
+    ``spaces``: the whitespace before each unit in its document (``Sentence.space_before``);
+    ``None`` joins units with one space (documents assembled from separate passages).
+    """
+    return tokenize_sentences(encoder, units, spaces)
 
 
 def pool_jobs(
-    forward: Forward, jobs: Sequence[_Job], n_out: Sequence[int], mode: str, pad_id: int, device: torch.device
+    forward: Forward, jobs: Sequence[Job], n_out: Sequence[int], mode: str, pad_id: int, device: torch.device
 ) -> list[torch.Tensor]:
     """Run ``jobs`` in one padded batch and return, per output group, ``[n_out[g], dim]``
-    L2-normalised vectors. ``job.doc`` names the output group; ``mode`` is ``landmark``
-    (hidden state at ``end - 1``) or ``mean`` (average of ``[start, end)``)."""
-    width = max(len(j.ids) for j in jobs)
-    ids = torch.full((len(jobs), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(jobs), width), dtype=torch.long)
-    for r, job in enumerate(jobs):
-        ids[r, : len(job.ids)] = torch.from_numpy(job.ids)
-        mask[r, : len(job.ids)] = 1
+    L2-normalised vectors. ``job.doc`` names the output group; ``mode`` is ``landmark`` or
+    ``mean`` (``encode.pooling.pool``)."""
+    ids, mask = pad_batch(jobs, pad_id)
     hidden = forward(ids.to(device), mask.to(device)).float()
     rows: list[list[tuple[int, torch.Tensor]]] = [[] for _ in n_out]
-    if mode == "mean":
-        csum = torch.cat([hidden.new_zeros(hidden.shape[0], 1, hidden.shape[2]), hidden.cumsum(1)], dim=1)
-    for r, job in enumerate(jobs):
-        e = torch.from_numpy(job.ends).to(device)
-        if mode == "landmark":
-            vec = hidden[r, e - 1]
-        else:
-            s = torch.from_numpy(job.starts).to(device)
-            vec = (csum[r, e] - csum[r, s]) / (e - s).clamp(min=1).unsqueeze(1).float()
+    for job, vec in zip(jobs, pool(hidden, jobs, mode), strict=True):
         for k, i in enumerate(job.sentences.tolist()):
             rows[job.doc].append((i, vec[k]))
     out = []
@@ -78,11 +65,23 @@ def pool_jobs(
     return out
 
 
+def document_vectors(
+    encoder: LandmarkEncoder, forward: Forward, examples: Sequence[TrainExample], device: torch.device
+) -> list[torch.Tensor]:
+    """One L2-normalised vector per unit of each example (``[len(units), dim]`` each), laid
+    out and pooled as ``encoder.encode_documents`` does, through ``forward`` (with gradients)."""
+    jobs, counts = [], []
+    for d, ex in enumerate(examples):
+        jobs.extend(document_jobs(encoder, tokenize_units(encoder, ex.units, ex.spaces), d))
+        counts.append(len(ex.units))
+    mode = "landmark" if encoder.config.pooling == "landmark" else "mean"
+    return pool_jobs(forward, jobs, counts, mode, encoder.pad_id, device)
+
+
 def hf_forward(model: torch.nn.Module) -> Forward:
     """The last hidden state of a Hugging Face encoder (or of a peft/accelerate wrapper)."""
 
     def run(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        out = model(input_ids=ids, attention_mask=mask)
-        return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+        return last_hidden(model, ids, mask)
 
     return run

@@ -8,15 +8,15 @@ document is ever seen in training.
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from landmark_rag.datasets.squad import PARAGRAPH_SEPARATOR, read_squad
 from landmark_rag.types import Sentence
 
-PARAGRAPH_JOIN = "\n\n"
+PARAGRAPH_JOIN = PARAGRAPH_SEPARATOR
 
 
 @dataclass
@@ -50,26 +50,13 @@ class Article:
 
 
 def load_squad(path: str | Path) -> list[Article]:
-    """All articles of a SQuAD v1.1-format file, in file order."""
-    data = json.loads(Path(path).read_text())
+    """All articles of a SQuAD-format file, in file order (``datasets.read_squad``: offsets
+    checked against the answer text, untitled articles named), each question with its
+    first gold answer."""
     articles = []
-    for art in data["data"]:
-        parts, spans, questions, pos = [], [], [], 0
-        for p, para in enumerate(art["paragraphs"]):
-            if parts:
-                pos += len(PARAGRAPH_JOIN)
-            ctx = para["context"]
-            spans.append((pos, pos + len(ctx)))
-            for qa in para["qas"]:
-                if not qa.get("answers"):
-                    continue
-                ans = qa["answers"][0]
-                start = pos + int(ans["answer_start"])
-                questions.append(Question(qa["question"], start, start + len(ans["text"]), p, qa.get("id", "")))
-            parts.append(ctx)
-            pos += len(ctx)
-        title = art.get("title", f"article-{len(articles)}")
-        articles.append(Article(title, PARAGRAPH_JOIN.join(parts), spans, questions))
+    for art in read_squad(path):
+        questions = [Question(q.question, q.answer_start, q.answer_end, q.paragraph, q.qid) for q in art.questions]
+        articles.append(Article(art.title, art.text, list(art.paragraphs), questions))
     return articles
 
 

@@ -12,12 +12,12 @@ import json
 import logging
 import random
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import replace
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from tqdm.auto import tqdm
 
@@ -28,7 +28,7 @@ from landmark_rag.train.data_pairwise import PairwiseBuilder
 from landmark_rag.train.data_pseudo import PseudoDocBuilder
 from landmark_rag.train.examples import Batch
 from landmark_rag.train.forward import (
-    document_jobs,
+    document_vectors,
     hf_forward,
     pool_jobs,
     query_jobs,
@@ -66,8 +66,7 @@ class Trainer:
             cpu=cpu,
         )
         self.device = self.accelerator.device
-        encoder.device = self.device
-        encoder.model.to(self.device)
+        encoder.to(self.device)
         self.train_articles = list(train_articles)
         self.val_articles = list(val_articles)
         if config.new_lmk_token:
@@ -106,32 +105,12 @@ class Trainer:
 
     # ------------------------------------------------------------------ data
     def builder(self, stage: StageConfig) -> Iterator[Batch]:
-        arts = self.train_articles
-        if stage.kind == "pairwise":
-            return PairwiseBuilder(
-                arts,
-                examples_per_batch=stage.examples_per_batch,
-                queries_per_example=stage.queries_per_example,
-                hard_negatives=stage.hard_negatives,
-            ).batches(self.rng)
-        if stage.kind == "pseudo":
-            return PseudoDocBuilder(
-                arts,
-                passages_per_document=stage.passages_per_document,
-                examples_per_batch=stage.examples_per_batch,
-                queries_per_example=stage.queries_per_example,
-            ).batches(self.rng)
-        lengths = [[len(t) for t in tokenize_units(self.encoder, [s.text for s in a.sentences])] for a in arts]
-        window = int(self.config.window_tokens or self.encoder.budget)
-        return LongDocBuilder(
-            arts,
-            lengths,
-            min(window, self.encoder.budget),
-            examples_per_batch=stage.examples_per_batch,
-            queries_per_example=stage.queries_per_example,
-            span_context=self.config.span_context,
-            landmark_tokens=1 if self.encoder.config.pooling == "landmark" else 0,
-        ).batches(self.rng)
+        """The endless batch stream of ``stage`` (its kind looked up in :data:`STAGE_KINDS`)."""
+        kind = STAGE_KINDS[stage.kind]
+        kwargs = {name: getattr(stage, name) for name in kind.stage_fields}
+        if kind.context is not None:
+            kwargs.update(kind.context(self))
+        return kind.builder(self.train_articles, **kwargs).batches(self.rng)
 
     # ------------------------------------------------------------------ loss
     def _teacher_vectors(self, units: list[str]) -> torch.Tensor:
@@ -159,15 +138,8 @@ class Trainer:
 
     def batch_loss(self, batch: Batch, stage: StageConfig) -> dict[str, torch.Tensor]:
         enc = self.encoder
-        jobs, counts = [], []
-        for d, ex in enumerate(batch):
-            toks = tokenize_units(enc, ex.units)
-            jobs.extend(
-                standalone_jobs_for(enc, toks, d) if enc.config.pooling == "sentence" else document_jobs(enc, toks, d)
-            )
-            counts.append(len(ex.units))
-        mode = "landmark" if enc.config.pooling == "landmark" else "mean"
-        per_doc = pool_jobs(self._forward, jobs, counts, mode, enc.pad_id, self.device)
+        per_doc = document_vectors(enc, self._forward, batch, self.device)
+        counts = [len(ex.units) for ex in batch]
         units = torch.cat(per_doc)
         out: dict[str, torch.Tensor] = {}
         total = units.sum() * 0.0
@@ -194,12 +166,10 @@ class Trainer:
         return out
 
     # ------------------------------------------------------------------ loop
-    def _lr(self, stage: StageConfig, k: int) -> float:
+    def scheduler(self, stage: StageConfig) -> torch.optim.lr_scheduler.LRScheduler:
+        """The learning-rate schedule of ``stage`` (:func:`stage_scheduler`)."""
         base = stage.lr if stage.lr is not None else self.config.lr
-        warm = max(1, int(self.config.warmup_ratio * stage.steps))
-        if k < warm:
-            return base * (k + 1) / warm
-        return base * max(0.0, (stage.steps - k) / max(1, stage.steps - warm))
+        return stage_scheduler(self.optimizer, base, stage.steps, self.config.warmup_ratio)
 
     def train(self) -> list[dict[str, Any]]:
         """Run every stage; returns the history (losses and validation figures)."""
@@ -212,9 +182,9 @@ class Trainer:
             batches = self.builder(stage)
             self.model.train()
             ema: float | None = None
-            for k in range(stage.steps):
-                for group in self.optimizer.param_groups:
-                    group["lr"] = self._lr(stage, k)
+            schedule = self.scheduler(stage)
+            for _ in range(stage.steps):
+                lr = float(self.optimizer.param_groups[0]["lr"])
                 with self.accelerator.accumulate(self.model):
                     parts = self.batch_loss(next(batches), stage)
                     self.accelerator.backward(parts["loss"])
@@ -222,10 +192,11 @@ class Trainer:
                         self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
                     self.optimizer.step()
                     self.optimizer.zero_grad()
+                schedule.step()
                 self.step += 1
                 loss = float(parts["loss"].detach())
                 ema = loss if ema is None else 0.95 * ema + 0.05 * loss
-                rec = {"step": self.step, "stage": si, "kind": stage.kind, "lr": self._lr(stage, k)}
+                rec = {"step": self.step, "stage": si, "kind": stage.kind, "lr": lr}
                 rec.update({k2: round(float(v.detach()), 5) for k2, v in parts.items()})
                 self.history.append(rec)
                 bar.update(1)
@@ -289,11 +260,69 @@ def replace_pooling(encoder: LandmarkEncoder) -> LandmarkEncoder:
     return view
 
 
-def standalone_jobs_for(encoder: LandmarkEncoder, toks: list[np.ndarray], doc: int) -> list:
-    jobs = standalone_jobs(encoder, toks)
-    for j in jobs:
-        j.doc = doc
-    return jobs
+def stage_scheduler(
+    optimizer: torch.optim.Optimizer, lr: float, steps: int, warmup_ratio: float
+) -> torch.optim.lr_scheduler.LRScheduler:
+    """Linear warmup over ``warmup_ratio`` of ``steps``, then linear decay to zero.
+
+    transformers' warmup-stable-decay schedule, advanced by one step before the stage
+    starts: step ``k`` then runs at ``lr * (k + 1) / warmup`` while warming up (the first
+    step already learns), peaks for one step, and decays as ``lr * (steps - k) /
+    (steps - warmup)`` - the schedule the shipped models were trained with, to the bit in
+    float32 (tests/train/test_train_loss.py checks it step by step).
+    """
+    from transformers import get_wsd_schedule
+
+    warm = max(1, int(warmup_ratio * steps))
+    for group in optimizer.param_groups:
+        group["lr"] = group["initial_lr"] = lr  # each stage starts from its own rate
+    schedule = get_wsd_schedule(
+        optimizer,
+        num_warmup_steps=warm,
+        num_stable_steps=1,
+        num_decay_steps=max(0, steps - warm),
+        warmup_type="linear",
+        decay_type="linear",
+    )
+    with warnings.catch_warnings():  # the offset step precedes any optimizer.step() on purpose
+        warnings.simplefilter("ignore", UserWarning)
+        schedule.step()
+    return schedule
+
+
+def _longdoc_context(trainer: Trainer) -> dict[str, Any]:
+    """What windows of real articles need beyond the stage's own fields: token counts of
+    every sentence (tokenised as inference does) and the window size."""
+    enc = trainer.encoder
+    window = int(trainer.config.window_tokens or enc.budget)
+    return {
+        "unit_tokens": [
+            [len(t) for t in tokenize_units(enc, [s.text for s in a.sentences], [s.space_before for s in a.sentences])]
+            for a in trainer.train_articles
+        ],
+        "window_tokens": min(window, enc.budget),
+        "span_context": trainer.config.span_context,
+        "landmark_tokens": 1 if enc.config.pooling == "landmark" else 0,
+    }
+
+
+@dataclass(frozen=True)
+class StageKind:
+    """How a stage kind builds its batches: the builder class, the stage fields it takes,
+    and (optionally) what it needs from the trainer."""
+
+    builder: type
+    stage_fields: tuple[str, ...]
+    context: Callable[[Trainer], dict[str, Any]] | None = None
+
+
+#: Stage kind -> its batch builder (pairwise passages, pseudo long documents of shuffled
+#: passages, windows of real articles). A new kind is one row here (and a data module).
+STAGE_KINDS: dict[str, StageKind] = {
+    "pairwise": StageKind(PairwiseBuilder, ("examples_per_batch", "queries_per_example", "hard_negatives")),
+    "pseudo": StageKind(PseudoDocBuilder, ("passages_per_document", "examples_per_batch", "queries_per_example")),
+    "longdoc": StageKind(LongDocBuilder, ("examples_per_batch", "queries_per_example"), _longdoc_context),
+}
 
 
 def load_articles(config: TrainConfig, encoder: LandmarkEncoder) -> tuple[list[Article], list[Article]]:

@@ -52,18 +52,14 @@ class Workspace:
     device: str | None = None
     batch_size: int = 16
     show_progress: bool = False
-    _loaded: dict[str, Any] = field(default_factory=dict)
     _encodings: dict[tuple, tuple[np.ndarray, float, str]] = field(default_factory=dict)
     _queries: dict[tuple, tuple[np.ndarray, float]] = field(default_factory=dict)
 
     def load(self, name: str | None) -> Any:
         """A LandmarkEncoder for ``name`` with its own (saved or default) configuration."""
-        from landmark_rag.encode import LandmarkEncoder
+        from landmark_rag.encode.cache import load_encoder
 
-        key = name or "<default>"
-        if key not in self._loaded:
-            self._loaded[key] = LandmarkEncoder.from_pretrained(name, device=self.device)
-        return self._loaded[key]
+        return load_encoder(name, device=self.device)
 
     def landmark_encoder(self) -> Any:
         return self.load(self.model)
@@ -86,10 +82,9 @@ class Workspace:
 
     def base_encoder(self, **overrides: Any) -> Any:
         """The base model with config overrides (e.g. ``pooling="mean"``), sharing weights."""
-        enc = self.load(self.base_name())
-        if not overrides:
-            return enc
-        return type(enc)(enc.model, enc.tokenizer, replace(enc.config, **overrides), device=enc.device)
+        from landmark_rag.encode.cache import load_encoder
+
+        return load_encoder(self.base_name(), device=self.device, **overrides)
 
     def standalone_encoder(self) -> Any:
         """The base model as people use it today: each unit embedded alone, mean-pooled.
@@ -228,6 +223,10 @@ class ChunkUnitsMixin:
     """Passage = the chunk itself (chunks are what a chunking pipeline returns)."""
 
     _spans: np.ndarray  # int64 [n_units, 3]: doc, start, end
+
+    def make_encoder(self, workspace: Workspace) -> Any:
+        """Chunks are embedded alone, as chunking pipelines embed them."""
+        return workspace.standalone_encoder()
 
     def _after_build(self, units: list[list[Sentence]]) -> None:
         self._spans = np.asarray([(d, u.start, u.end) for d, us in enumerate(units) for u in us], dtype=np.int64)

@@ -6,10 +6,10 @@ chunk is exactly what the encoder sees (the encoder's window holds 256 + special
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from landmark_rag.evaluation.corpus import Corpus
-from landmark_rag.evaluation.systems.base import ChunkUnitsMixin, DenseSystem, Workspace
+from landmark_rag.evaluation.systems.base import ChunkUnitsMixin, DenseSystem
 from landmark_rag.evaluation.systems.chunking import token_chunks
 from landmark_rag.types import Sentence
 
@@ -21,9 +21,6 @@ class Chunk256System(ChunkUnitsMixin, DenseSystem):
     name: ClassVar[str] = "chunk256"
     description: ClassVar[str] = "256-token chunks, 32-token overlap, embedded alone"
     unit_kind: ClassVar[str] = "chunk256"
-
-    def make_encoder(self, workspace: Workspace) -> Any:
-        return workspace.standalone_encoder()
 
     def units(self, corpus: Corpus) -> list[list[Sentence]]:
         return [

@@ -14,7 +14,7 @@ pytest.importorskip("llama_index.vector_stores.chroma")
 
 from llama_index.core import Settings  # noqa: E402
 
-from tests.conftest import REPO, SHARED_SQUAD  # noqa: E402
+from conftest import REPO, SHARED_SQUAD  # noqa: E402
 
 DOC = REPO / "docs" / "llama_index.md"
 EXAMPLE = REPO / "examples" / "llama_index_pipeline.py"

@@ -9,7 +9,7 @@ import pytest
 
 from landmark_rag.models import BASE_MODEL, DEFAULT_MODEL, default_model, packaged_model
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "squad-v1.1-dev-part-a.json"
 
 
 def test_default_is_the_small_packaged_adapter():

@@ -17,7 +17,7 @@ from landmark_rag import LandmarkIndex
 from landmark_rag.expand import Front, Surround
 from landmark_rag.store import StoreMismatchError
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "landmark_rag"
+SRC = Path(__file__).resolve().parents[2] / "src" / "landmark_rag"
 
 
 @pytest.fixture(scope="module")

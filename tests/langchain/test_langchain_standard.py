@@ -13,7 +13,7 @@ import pytest
 from conftest import SHARED_SQUAD
 from langchain_tests.integration_tests import EmbeddingsIntegrationTests, RetrieversIntegrationTests
 from langchain_tests.unit_tests import EmbeddingsUnitTests
-from test_langchain import ingested_squad
+from tests.langchain.test_langchain import ingested_squad
 
 from landmark_rag.langchain import LandmarkEmbeddings, LandmarkRetriever
 

