@@ -13,7 +13,7 @@ import shutil
 
 import numpy as np
 import pytest
-from faultkit import paragraphs
+from reliability.faultkit import paragraphs
 from typer.testing import CliRunner
 
 from landmark_rag.cli import _register, app

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from faultkit import HERE, cli, corpus_versions, env, paragraphs, write_corpus
+from reliability.faultkit import HERE, cli, corpus_versions, env, paragraphs, write_corpus
 
 
 def run_reader_and_writer(tmp_path, model, *probe_args: str) -> tuple[dict, list[dict], dict, str]:

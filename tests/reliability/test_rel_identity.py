@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import chromadb
 import pytest
-from faultkit import paragraphs
+from reliability.faultkit import paragraphs
 from typer.testing import CliRunner
 
 from landmark_rag.cli import _register, app

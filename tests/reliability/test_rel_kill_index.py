@@ -15,7 +15,7 @@ import signal
 import threading
 
 import pytest
-from faultkit import cli, corpus_versions, popen_cli, visible_state, write_corpus
+from reliability.faultkit import cli, corpus_versions, popen_cli, visible_state, write_corpus
 
 from landmark_rag.store import ChromaSentenceStore
 

@@ -11,7 +11,7 @@ import sys
 
 import chromadb
 import pytest
-from faultkit import HERE, corpus_versions, env, visible_state
+from reliability.faultkit import HERE, corpus_versions, env, visible_state
 
 from landmark_rag.store import ChromaSentenceStore
 

@@ -12,7 +12,7 @@ import threading
 import time
 
 import numpy as np
-from faultkit import ChromaServer, cli, free_port, paragraphs
+from reliability.faultkit import ChromaServer, cli, free_port, paragraphs
 
 from landmark_rag.segment import segment_sentences
 from landmark_rag.store import ChromaSentenceStore, make_client

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from faultkit import ChromaServer, cli, corpus_versions, free_port, visible_state, write_corpus
+from reliability.faultkit import ChromaServer, cli, corpus_versions, free_port, visible_state, write_corpus
 
 from landmark_rag.ingest import discover_files, index_files
 from landmark_rag.store import ChromaSentenceStore, StoreError, make_client
