@@ -114,7 +114,9 @@ class LandmarkEncoder:
             hf_model = _apply_adapter(hf_model, tokenizer, adapter_dir)
         encoder = cls(hf_model.to(dev), tokenizer, config, device=dev)
         if config.lmk_is_new and encoder.lmk_id == tokenizer.unk_token_id:
+            fingerprint = config.weights_fingerprint
             encoder.add_landmark_token(config.lmk_token)
+            encoder.config.weights_fingerprint = fingerprint  # a deterministic function of the files
         return encoder
 
     @staticmethod
@@ -149,6 +151,7 @@ class LandmarkEncoder:
                 emb[new_id] = emb[init_id]
         self.config.lmk_token = token
         self.config.lmk_is_new = True
+        self.config.weights_fingerprint = None  # the weights in memory no longer match any file
         self.lmk_id = self._token_id(token)
 
     def save_pretrained(self, directory: str | os.PathLike[str]) -> None:
@@ -157,6 +160,8 @@ class LandmarkEncoder:
         self.model.save_pretrained(directory, safe_serialization=True)
         self.tokenizer.save_pretrained(directory)
         replace(self.config, base_model=None).save(directory)
+        # these weights are now the files in ``directory``: the fingerprint a reload will compute
+        self.config.weights_fingerprint = weights_fingerprint([directory])
 
     # ------------------------------------------------------------------ properties
     @property

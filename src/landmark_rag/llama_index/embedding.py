@@ -96,8 +96,9 @@ class LandmarkEmbedding(BaseEmbedding):
     def for_vector_store(cls, vector_store: Any, **kwargs: Any) -> LandmarkEmbedding:
         """The model a landmark Chroma collection records, set up as at indexing time.
 
-        ``vector_store``: a ``ChromaVectorStore`` (or a ``ChromaSentenceStore``); an unmarked
-        collection gets the package default. The same rule and the same cached encoder as
+        ``vector_store``: a ``ChromaVectorStore`` (or a ``ChromaSentenceStore``); an empty
+        unmarked collection gets the package default, one holding vectors but no recorded
+        model raises ``ModelNotRecordedError`` (name the model). The same rule and the same cached encoder as
         the CLI, :class:`~landmark_rag.LandmarkIndex` and the LangChain adapters.
         """
         from landmark_rag.ingest.identity import store_model
