@@ -11,7 +11,7 @@ K passages), plus timings.
     python benchmarks/cli_squad.py --questions 0        # every question
     python benchmarks/cli_squad.py --strategy adaptive --k 3
 
-Data: ../shared/data/squad-v1.1-dev-part-a.json (CC BY-SA 4.0).
+Data: data/squad-v1.1-dev-part-a.json (CC BY-SA 4.0).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+DEFAULT_DATA = REPO / "data" / "squad-v1.1-dev-part-a.json"
 
 
 @dataclass

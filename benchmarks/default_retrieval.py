@@ -12,7 +12,7 @@ Configurations, all on all-MiniLM-L6-v2 and all through ``LandmarkEncoder``:
 - ``landmark``: the hidden state at a landmark ([SEP]) after each sentence, queries
   ``query + [SEP]`` - the paper's scheme, but with a model never trained for it;
 - ``sentence-regex`` (``--regex``): the default with a naive regex splitter, the setup of
-  the figure in ../shared/data/README.md, to show how the splitter moves the number.
+  the figure in data/README.md, to show how the splitter moves the number.
 
 This is why an untrained model is used with ``sentence`` pooling: untrained in-context
 pooling is far worse. ``--model`` evaluates another model (e.g. a trained landmark model).
@@ -36,7 +36,7 @@ import numpy as np
 from landmark_rag import LandmarkEncoder
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+DEFAULT_DATA = REPO / "data" / "squad-v1.1-dev-part-a.json"
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Encoding throughput and peak memory of the core encoder (all-MiniLM-L6-v2, CPU).
 
-Part 1, throughput, one process, same model weights, same articles of ../shared/data; the
+Part 1, throughput, one process, same model weights, same articles of data/squad-v1.1-dev-part-a.json; the
 numerator is always the articles' own token count (no special tokens, no landmarks, no
 window overlap), so the figures compare the cost of turning the same text into vectors:
 
@@ -43,7 +43,7 @@ import torch
 from landmark_rag import LandmarkEncoder
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+DEFAULT_DATA = REPO / "data" / "squad-v1.1-dev-part-a.json"
 
 
 def load_texts(path: Path, limit: int | None = None) -> list[str]:

@@ -32,7 +32,7 @@ from landmark_rag import LandmarkEncoder
 from landmark_rag.expand import Adaptive, Front, InMemorySource, Strategy, Surround, expand_hits
 from landmark_rag.types import Hit
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+DEFAULT_DATA = Path(__file__).resolve().parents[1] / "data" / "squad-v1.1-dev-part-a.json"
 
 STRATEGIES: dict[str, Strategy] = {
     "hit only (Front k=1)": Front(k=1),

@@ -3,11 +3,11 @@
 Quality has two parts:
 - a small hand-labelled suite of hard cases (abbreviations, decimals, quotes, lists,
   paragraph breaks, no punctuation), scored as exact boundary match;
-- on ../shared/data: the fraction of SQuAD answers that straddle a sentence boundary
+- on data/squad-v1.1-dev-part-a.json: the fraction of SQuAD answers that straddle a sentence boundary
   (lower is better) together with the mean sentence length (over-merging also lowers the
   straddle rate, so both are shown).
 
-Run: python benchmarks/segmenters.py [--data ../shared/data/squad-v1.1-dev-part-a.json]
+Run: python benchmarks/segmenters.py [--data data/squad-v1.1-dev-part-a.json]
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ HARD_CASES: list[tuple[str, list[str]]] = [
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default="../shared/data/squad-v1.1-dev-part-a.json")
+    ap.add_argument("--data", default="data/squad-v1.1-dev-part-a.json")
     args = ap.parse_args()
     data = json.load(open(args.data))["data"]
     docs = []

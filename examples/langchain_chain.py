@@ -34,9 +34,9 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 
-from landmark_rag.langchain import LandmarkRetriever
+from langchain_landmark import LandmarkRetriever
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+DATA = Path(__file__).resolve().parent.parent / "data" / "squad-v1.1-dev-part-a.json"
 #: Three of the shortest articles of the file, so the example runs in seconds on a laptop.
 TITLES = ["Construction", "Victoria_(Australia)", "Jacksonville,_Florida"]
 COLLECTION = "squad-articles"

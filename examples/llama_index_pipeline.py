@@ -1,9 +1,10 @@
 """landmark-rag inside LlamaIndex: the four usage patterns, end to end.
 
-Imports only llama-index-core, llama-index-vector-stores-chroma, chromadb and
-``landmark_rag.llama_index``. Run:
+Imports only llama-index-core, llama-index-vector-stores-chroma, chromadb and landmark-rag's
+LlamaIndex integration paths (``llama_index.embeddings.landmark``,
+``llama_index.node_parser.landmark``, ``llama_index.postprocessor.landmark``). Run:
 
-    python examples/llama_index_pipeline.py [--data ../shared/data/squad-v1.1-dev-part-a.json]
+    python examples/llama_index_pipeline.py [--data data/squad-v1.1-dev-part-a.json]
         [--articles 2] [--paragraphs 4] [--db ./landmark_llama_db]
 
 1. ``IngestionPipeline`` writing sentence nodes with in-context vectors into Chroma;
@@ -26,14 +27,11 @@ from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.llms import MockLLM
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
-from landmark_rag.llama_index import (
-    BoundaryExpansionPostprocessor,
-    LandmarkEmbedding,
-    LandmarkNodeParser,
-    ReplaceDocuments,
-)
+from llama_index.embeddings.landmark import LandmarkEmbedding
+from llama_index.node_parser.landmark import LandmarkNodeParser, ReplaceDocuments
+from llama_index.postprocessor.landmark import BoundaryExpansionPostprocessor
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+DEFAULT_DATA = Path(__file__).resolve().parents[1] / "data" / "squad-v1.1-dev-part-a.json"
 
 
 def load_documents(path: Path, articles: int, paragraphs: int | None) -> tuple[list[Document], list[str]]:
@@ -54,18 +52,19 @@ def main() -> None:
     parser.add_argument("--articles", type=int, default=2)
     parser.add_argument("--paragraphs", type=int, default=4, help="first N paragraphs of each article (0: all)")
     parser.add_argument("--db", type=Path, default=None, help="Chroma directory (default: a temporary one)")
-    parser.add_argument("--model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--model", default=None, help="model alias or path (default: the package's, landmark-minilm)")
     args = parser.parse_args()
 
     docs, questions = load_documents(args.data, args.articles, args.paragraphs or None)
     db = str(args.db or tempfile.mkdtemp(prefix="landmark_llama_"))
     client = chromadb.PersistentClient(path=db)
-    embed = LandmarkEmbedding(args.model)  # loaded on first use
+    embed = LandmarkEmbedding(args.model)  # None: the package default; loaded on first use
+    splitter = LandmarkNodeParser.for_embedding(embed)  # cuts over-long sentences as the encoder does
 
     # 1. IngestionPipeline -> ChromaVectorStore (ReplaceDocuments: re-ingesting replaces)
     vector_store = ChromaVectorStore(chroma_collection=client.get_or_create_collection("landmark_pipeline"))
     pipeline = IngestionPipeline(
-        transformations=[LandmarkNodeParser(), embed, ReplaceDocuments(vector_store, embed_model=embed)],
+        transformations=[splitter, embed, ReplaceDocuments(vector_store, embed_model=embed)],
         vector_store=vector_store,
     )
     nodes = pipeline.run(documents=docs)
@@ -78,7 +77,7 @@ def main() -> None:
     store2 = ChromaVectorStore(chroma_collection=client.get_or_create_collection("landmark_index"))
     index2 = VectorStoreIndex.from_documents(
         docs,
-        transformations=[LandmarkNodeParser(), embed],
+        transformations=[splitter, embed],
         embed_model=embed,
         storage_context=StorageContext.from_defaults(vector_store=store2),
     )
@@ -86,7 +85,7 @@ def main() -> None:
 
     # 3. Settings: every index built afterwards uses the landmark components
     Settings.embed_model = embed
-    Settings.transformations = [LandmarkNodeParser(), embed]
+    Settings.transformations = [splitter, embed]
     Settings.llm = MockLLM(max_tokens=32)
     store3 = ChromaVectorStore(chroma_collection=client.get_or_create_collection("landmark_settings"))
     index3 = VectorStoreIndex.from_documents(docs, storage_context=StorageContext.from_defaults(vector_store=store3))

@@ -9,8 +9,9 @@
   scoped because loading costs seconds.
 - ``smollm2``: the real causal SmolLM2-135M-Instruct (first use dequantises its GGUF, ~30 s,
   then it is cached under ~/.cache/landmark_rag/gguf).
-- ``excerpt_articles`` (tests/data, always present) and ``squad_articles`` (all 24 articles of
-  ../shared/data, skipped where that folder is absent).
+- ``excerpt_articles`` (tests/data) and ``squad_articles`` (all 24 articles of the repository's
+  data/squad-v1.1-dev-part-a.json). Both files are part of the repository, so a bare clone
+  runs every test; a missing file is an error, not a skip.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from landmark_rag.datasets import read_squad
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 EXCERPT = TESTS / "data" / "squad_excerpt.json"
-SHARED_SQUAD = REPO.parent / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+SQUAD_DATA = REPO / "data" / "squad-v1.1-dev-part-a.json"
+SHARED_SQUAD = SQUAD_DATA  # the name tests imported when the file lived in ../shared/data
 
 
 @dataclass
@@ -63,9 +65,7 @@ def excerpt_articles() -> list[Article]:
 
 @pytest.fixture(scope="session")
 def squad_articles() -> list[Article]:
-    if not SHARED_SQUAD.is_file():
-        pytest.skip(f"{SHARED_SQUAD} is not present")
-    return load_squad(SHARED_SQUAD)
+    return load_squad(SQUAD_DATA)
 
 
 # ---------------------------------------------------------------------------- tiny models

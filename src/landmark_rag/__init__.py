@@ -7,11 +7,16 @@ LangChain (``landmark_rag.langchain``) are thin wrappers over it.
 
 from typing import TYPE_CHECKING, Any
 
-from landmark_rag.encode import LandmarkConfig, LandmarkEncoder, ModelNotFoundError
-from landmark_rag.segment import segment_sentences
-from landmark_rag.types import EncodedDocument, Hit, Passage, Sentence
+from landmark_rag.encode.omp import prefer_passive_wait
+
+prefer_passive_wait()  # before anything imports torch: see encode/omp.py
+
+from landmark_rag.encode import LandmarkConfig, ModelNotFoundError  # noqa: E402
+from landmark_rag.segment import segment_sentences  # noqa: E402
+from landmark_rag.types import EncodedDocument, Hit, Passage, Sentence  # noqa: E402
 
 if TYPE_CHECKING:
+    from landmark_rag.encode import LandmarkEncoder
     from landmark_rag.index import LandmarkIndex
 
 __version__ = "0.1.0"
@@ -31,8 +36,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # imported on first use: the index pulls in chromadb, which ``import landmark_rag``
-    # (and so every CLI --help) should not pay for
+    # imported on first use: the encoder pulls in torch and transformers, the index
+    # chromadb, which ``import landmark_rag`` (and so every CLI command that does not
+    # encode, e.g. ``info``) should not pay for (tests/test_imports.py)
+    if name == "LandmarkEncoder":
+        from landmark_rag.encode.encoder import LandmarkEncoder
+
+        return LandmarkEncoder
     if name == "LandmarkIndex":
         from landmark_rag.index import LandmarkIndex
 

@@ -20,6 +20,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -103,6 +104,34 @@ def test_query_text_output_per_strategy(indexed: Path, strategy: str) -> None:
     assert doc_id in first and answer in first and "chars " in first
 
 
+def test_query_modes_on_an_existing_store(indexed: Path, tmp_path: Path) -> None:
+    """--mode works on a store indexed before hybrid search existed: the lexical index is
+    built from the stored sentences on first use; no vector is re-encoded or rewritten."""
+    import chromadb
+
+    from landmark_rag.store.lexical import LEXICAL_DIR
+
+    db = tmp_path / "db"
+    shutil.copytree(indexed, db)
+    shutil.rmtree(db / LEXICAL_DIR, ignore_errors=True)
+    collection = chromadb.PersistentClient(path=str(db)).get_collection("landmark")
+    before = collection.get(include=["embeddings"])
+    question, doc_id, answer = EUCLID_Q
+    for mode in ("hybrid", "dense"):
+        rows = query_json(db, question, "-k", 3, "--mode", mode)
+        assert len(rows) == 3 and any(r["doc_id"] == doc_id and answer in r["text"] for r in rows), mode
+    rows = query_json(db, "Euclid proved infinitely many primes", "-k", 2, "--mode", "lexical")
+    assert len(rows) == 2 and "Euclid" in rows[0]["text"]
+    assert (db / LEXICAL_DIR / "landmark" / "state.json").is_file()
+    after = chromadb.PersistentClient(path=str(db)).get_collection("landmark").get(include=["embeddings"])
+    assert after["ids"] == before["ids"]
+    np.testing.assert_array_equal(np.asarray(after["embeddings"]), np.asarray(before["embeddings"]))
+    default = query_json(db, question, "-k", 2)
+    assert [r["start"] for r in default] == [r["start"] for r in query_json(db, question, "-k", 2, "--mode", "hybrid")]
+    bad = cli("query", question, "--db", db, "--mode", "sparse", ok=False)
+    assert bad.exit_code == 2 and "--mode" in bad.output
+
+
 def test_query_batch_answers_most_excerpt_questions(indexed: Path, excerpt_articles, tmp_path: Path) -> None:
     """The acceptance measure in small: answer inside the top passage for most questions."""
     qa = [(q.text, q.answer) for art in excerpt_articles for q in art.questions]
@@ -182,6 +211,7 @@ def test_change_reindex_and_query(corpus: Path, tmp_path: Path) -> None:
     # nothing changed: nothing is encoded again
     out = cli("index", docs, "--db", db, "-q").stdout
     assert "0 new, 0 updated" in out
+    assert "nothing to encode" in out and "tok/s" not in out  # no "0 tok/s" for a run that encoded nothing
     # a deleted file is removed with --prune
     (docs / "prime_number.md").unlink()
     cli("index", docs, "--db", db, "-q", "--prune")
@@ -337,6 +367,9 @@ def test_server_mode(chroma_server: str, corpus: Path) -> None:
     rows = query_json(chroma_server, question, "-k", 2)
     assert rows[0]["doc_id"] == "black_death.txt" and answer in rows[0]["text"]
     assert doc.read_text(encoding="utf-8")[rows[0]["start"] : rows[0]["end"]] == rows[0]["text"]
+    for mode in ("hybrid", "lexical"):  # the lexical index is built in memory from the server's sentences
+        rows = query_json(chroma_server, question, "-k", 2, "--mode", mode)
+        assert rows[0]["doc_id"] == "black_death.txt" and answer in rows[0]["text"], mode
     info = json.loads(cli("info", "--db", chroma_server, "--json").stdout)
     assert info["store"] == chroma_server and info["documents"] == 1
     assert "0 new, 0 updated" in cli("index", doc, "--db", chroma_server, "-q").stdout
@@ -358,3 +391,16 @@ def test_console_script_query(indexed: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     (row,) = json.loads(proc.stdout)
     assert row["doc_id"] == doc_id and answer in row["text"]
+
+
+@pytest.mark.parametrize("command", [[], ["index"], ["query"], ["info"], ["demo"], ["eval"], ["train"]])
+def test_help_uses_plain_value_labels(command: list[str]) -> None:
+    """Values read TEXT/INTEGER/PATH as in other click tools; flags (and --help) carry no label."""
+    got = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "200"})
+    assert got.exit_code == 0, got.output
+    assert not re.search(r"<(bool|str|int|float|path|file|dir|list\[)", got.output, flags=re.I), got.output
+    for line in got.output.splitlines():
+        if re.search(r"--(help|quiet|json|prune)\b", line):
+            assert not re.search(r"\b(BOOLEAN|TEXT|INTEGER)\b", line), line
+    if command == ["index"]:
+        assert re.search(r"paths\.\.\.\s+PATH\b", got.output) and re.search(r"--batch-size\s+INTEGER", got.output)

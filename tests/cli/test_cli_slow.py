@@ -33,9 +33,12 @@ def _console() -> list[str]:
 def test_demo_answers_its_sample_questions() -> None:
     result = CliRunner().invoke(app, ["demo"])
     assert result.exit_code == 0, result.output
-    found, total = map(int, re.search(r"top passage for (\d+) of (\d+) questions", result.stdout).groups())
-    assert total >= 5 and found == total
-    assert result.stdout.count("contains '") >= total  # each answer is shown in a passage
+    m = re.search(r"top passage for (\d+) of (\d+) questions, in the top 3 for (\d+) of", result.stdout)
+    found, total, found_k = map(int, m.groups())
+    # the corpus is held-out text: the figure is what it is, but it must be the one measured
+    assert "never saw" in result.stdout and "not from SQuAD" in result.stdout
+    assert total >= 5 and found * 2 > total and found <= found_k <= total
+    assert len(re.findall(r"#1 .*contains '", result.stdout)) == found  # the printed figure counts the marks
 
 
 def test_killed_index_run_hides_partial_work_and_next_run_completes(squad_articles, tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """LangChain adapters: behaviour on real models, real Chroma and real SQuAD articles.
 
-The expensive part, ingesting three articles of ../shared/data with the default model, is
+The expensive part, ingesting three articles of data/squad-v1.1-dev-part-a.json with the default model, is
 done once per session (:func:`squad_collection`) and shared with the standard suites in
 ``test_langchain_standard.py`` and with the example script, which finds the articles
 already stored and skips re-encoding them.
@@ -78,8 +78,6 @@ def ingested_squad() -> SquadCollection:
 
 @pytest.fixture(scope="session")
 def squad() -> SquadCollection:
-    if not SHARED_SQUAD.is_file():
-        pytest.skip(f"{SHARED_SQUAD} is not present")
     return ingested_squad()
 
 
@@ -290,6 +288,34 @@ def test_retriever_options_strategy_filter_and_order(squad: SquadCollection):
         LandmarkRetriever(**base, strategy="sideways")
 
 
+def test_retriever_modes(squad: SquadCollection):
+    """hybrid (the shipped model's default), dense and lexical, all as exact passages."""
+    base = {"persist_directory": squad.persist_dir, "collection_name": squad.collection_name}
+    sources = {d.id: d.page_content for d in squad.documents}
+    default = LandmarkRetriever(**base, k=3)
+    assert default.index.resolve_mode() == "hybrid"
+    questions = squad.questions[:10]
+    found = {"hybrid": 0, "dense": 0, "lexical": 0}
+    for q, _, start, doc_id in questions:
+        for mode in found:
+            got = default.invoke(q, mode=mode)
+            assert len(got) == 3
+            assert_exact_passages(got, sources)
+            found[mode] += any(p.metadata["doc_id"] == doc_id and p.metadata["start"] <= start < p.metadata["end"]
+                               for p in got)
+        assert [p.id for p in default.invoke(q)] == [p.id for p in default.invoke(q, mode="hybrid")]
+    assert found["hybrid"] >= len(questions) // 2, found
+    dense = LandmarkRetriever(**base, k=3, mode="dense")
+    q = questions[0][0]
+    assert [p.id for p in dense.invoke(q)] == [p.id for p in default.invoke(q, mode="dense")]
+    rrf = LandmarkRetriever(**base, k=3, fusion={"method": "rrf", "weight": 0.5})
+    assert rrf.index.fusion.method == "rrf" and len(rrf.invoke(q)) == 3
+    with pytest.raises(ValueError):
+        LandmarkRetriever(**base, mode="sparse")
+    with pytest.raises(ValueError, match="unknown fusion setting"):
+        LandmarkRetriever(**base, fusion={"wieght": 0.2})
+
+
 async def test_retriever_async(squad: SquadCollection):
     retriever = LandmarkRetriever(persist_directory=squad.persist_dir, collection_name=squad.collection_name, k=2)
     q = squad.questions[1][0]
@@ -328,7 +354,7 @@ def test_langchain_chroma_reads_the_landmark_collection(squad: SquadCollection, 
         vec = retriever.store.get_embeddings(md["doc_id"], [md["sentence_index"]])[md["sentence_index"]]
         assert score == pytest.approx(float(vec @ qv), abs=1e-4)  # cosine space, stored vectors
     assert [d.id for d in retriever.as_vectorstore().similarity_search(q, k=2)] == [d.id for d, _ in hits[:2]]
-    best = retriever.invoke(q, k=1)[0]
+    best = retriever.invoke(q, k=1, mode="dense")[0]  # dense: the score is the hit's cosine
     assert best.metadata["score"] == pytest.approx(hits[0][1], abs=1e-4)
     assert str(hits[0][0].metadata["sentence_index"]) in best.metadata["hit_sentences"].split(",")
     # the stored vectors are the in-context ones from the retriever's ingestion
@@ -350,7 +376,7 @@ def test_compressor_over_chroma_hits_matches_the_retriever(squad: SquadCollectio
     )
     base = {"persist_directory": squad.persist_dir, "collection_name": squad.collection_name}
     compressor = BoundaryExpansionCompressor(**base, k=3)
-    retriever = LandmarkRetriever(**base, k=3)
+    retriever = LandmarkRetriever(**base, k=3, mode="dense")  # the compressor expands vector hits
     sources = {d.id: d.page_content for d in squad.documents}
     for q, *_ in squad.questions[3:7]:
         hits = store.as_retriever(search_kwargs={"k": 40}).invoke(q)
@@ -505,7 +531,7 @@ def test_in_memory_retriever_returns_fewer_only_when_the_collection_runs_out(tin
 
 
 # ---------------------------------------------------------------------------- example and docs
-ALLOWED_EXAMPLE_IMPORTS = {"chromadb", "langchain_core", "langchain_chroma", "landmark_rag.langchain"}
+ALLOWED_EXAMPLE_IMPORTS = {"chromadb", "langchain_core", "langchain_chroma", "langchain_landmark"}
 
 
 def test_example_imports_only_the_allowed_packages():
@@ -551,12 +577,21 @@ def test_example_script_on_the_session_collection(squad: SquadCollection):
 
 @pytest.mark.slow
 def test_example_script_from_scratch(tmp_path):
-    if not SHARED_SQUAD.is_file():
-        pytest.skip(f"{SHARED_SQUAD} is not present")
     result = _run_example("--persist-dir", str(tmp_path / "db"))
     assert "(0 articles were already there)" in result["stdout"]
     docs, _ = example_module().load_documents(SHARED_SQUAD)
     _check_example_result(result, {d.id: d.page_content for d in docs})
+
+
+def test_langchain_landmark_is_the_partner_package_path():
+    """``langchain_landmark`` (where LangChain users look) re-exports the adapters, not copies."""
+    import langchain_landmark
+
+    import landmark_rag.langchain as adapters
+
+    assert set(langchain_landmark.__all__) == set(adapters.__all__)
+    for name in adapters.__all__:
+        assert getattr(langchain_landmark, name) is getattr(adapters, name)
 
 
 def test_docs_page_examples_run(tmp_path, monkeypatch, capsys):

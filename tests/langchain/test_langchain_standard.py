@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import SHARED_SQUAD
 from langchain_tests.integration_tests import EmbeddingsIntegrationTests, RetrieversIntegrationTests
 from langchain_tests.unit_tests import EmbeddingsUnitTests
 from tests.langchain.test_langchain import ingested_squad
@@ -41,8 +40,6 @@ class TestLandmarkEmbeddingsIntegration(EmbeddingsIntegrationTests):
 class TestLandmarkRetrieverIntegration(RetrieversIntegrationTests):
     @pytest.fixture(autouse=True)
     def _collection(self) -> None:
-        if not SHARED_SQUAD.is_file():
-            pytest.skip(f"{SHARED_SQUAD} is not present")
         squad = ingested_squad()
         type(self).params = {"persist_directory": squad.persist_dir, "collection_name": squad.collection_name}
 

@@ -1,6 +1,6 @@
 """LandmarkEmbedding: documents are encoded in one pass, never sentence by sentence.
 
-Real MiniLM on real ../shared/data articles (the first paragraphs of three articles, to keep
+Real MiniLM on real data/squad-v1.1-dev-part-a.json articles (the first paragraphs of three articles, to keep
 the default run short). ``pooling="mean"`` is the in-context set-up where a sentence's
 vector depends on its neighbours, so "encoded in context" is observable: the stored
 vectors equal ``encode_document`` of the whole document and differ from the sentence

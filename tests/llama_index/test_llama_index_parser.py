@@ -110,6 +110,41 @@ def test_long_sentences_are_cut_like_the_encoder_does(minilm_tokenizer):
         LandmarkNodeParser(max_sentence_tokens=64)
 
 
+@pytest.fixture
+def settings_embed_model():
+    """Restore LlamaIndex's global Settings after a test sets its embed model."""
+    from llama_index.core import Settings
+
+    saved = Settings._embed_model
+    yield Settings
+    Settings._embed_model = saved
+
+
+def test_default_parser_cuts_like_the_settings_embedding(tiny_encoder, settings_embed_model):
+    from llama_index.core.embeddings import MockEmbedding
+
+    from landmark_rag.llama_index import LandmarkEmbedding
+
+    encoder = tiny_encoder(max_length=64)
+    words = " ".join(f"word{i}" for i in range(300))
+    text = f"Short one. {words}. Last one."
+    doc = Document(text=text, id_="long")
+    limit = encoder.max_sentence_tokens
+    n_tokens = [len(encoder.tokenizer(s.text, add_special_tokens=False)["input_ids"]) for s in encoder.segment(text)]
+    assert max(n_tokens) <= limit < 300  # what the encoder itself stores for this document
+
+    settings_embed_model._embed_model = MockEmbedding(embed_dim=8)  # not a landmark encoder: nothing to cut by
+    assert len(LandmarkNodeParser().get_nodes_from_documents([doc])) == 3
+
+    settings_embed_model._embed_model = LandmarkEmbedding(encoder=encoder)
+    nodes = LandmarkNodeParser().get_nodes_from_documents([doc])
+    assert [n.text for n in nodes] == [s.text for s in encoder.segment(text)]  # the encoder's own sentences
+    assert len(nodes) == len(n_tokens) > 3
+    assert all(text[n.start_char_idx : n.end_char_idx] == n.text for n in nodes)
+    # opting out keeps the long sentence whole
+    assert len(LandmarkNodeParser(cut_long_sentences=False).get_nodes_from_documents([doc])) == 3
+
+
 def test_empty_document_gives_no_nodes_and_include_metadata_false(docs):
     parser = LandmarkNodeParser(include_metadata=False)
     nodes = parser.get_nodes_from_documents([Document(text="  \n ", id_="empty"), docs[0]])

@@ -1,7 +1,7 @@
 """End to end in LlamaIndex: ingestion, query engine, boundary expansion, re-ingest, async.
 
 A real Chroma PersistentClient in a tmp dir, the real default model, the first paragraphs
-of three ../shared/data articles, MockLLM for the query engine (it echoes its prompt, so
+of three data/squad-v1.1-dev-part-a.json articles, MockLLM for the query engine (it echoes its prompt, so
 the retrieved passages are visible in the answer).
 """
 

@@ -14,8 +14,7 @@ from landmark_rag.train.data_pairwise import PairwiseBuilder
 from landmark_rag.train.data_pseudo import PseudoDocBuilder
 from landmark_rag.train.squad import load_squad, select
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "squad-v1.1-dev-part-a.json"
-needs_data = pytest.mark.skipif(not DATA.is_file(), reason="SQuAD data file not available")
+DATA = Path(__file__).resolve().parents[2] / "data" / "squad-v1.1-dev-part-a.json"
 
 
 def test_config_files_roundtrip(tmp_path):
@@ -50,7 +49,6 @@ def _articles(spec: str):
     return arts
 
 
-@needs_data
 def test_answer_spans_hold_the_answer():
     for art in _articles("0:3"):
         for q in art.questions:
@@ -59,7 +57,6 @@ def test_answer_spans_hold_the_answer():
             assert first.start <= q.answer_start and q.answer_end <= last.end + 1
 
 
-@needs_data
 def test_longdoc_windows_fit_and_point_at_the_answers():
     arts = _articles("3:5")
     lengths = [[len(s.text.split()) + 1 for s in a.sentences] for a in arts]
@@ -80,7 +77,6 @@ def test_longdoc_windows_fit_and_point_at_the_answers():
                 assert answer.split()[-1] in ex.units[span[-1]]
 
 
-@needs_data
 def test_pairwise_and_pseudo_builders():
     arts = _articles("5:8")
     rng = random.Random(1)

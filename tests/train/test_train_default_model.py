@@ -9,7 +9,7 @@ import pytest
 
 from landmark_rag.models import BASE_MODEL, DEFAULT_MODEL, default_model, packaged_model
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+DATA = Path(__file__).resolve().parents[2] / "data" / "squad-v1.1-dev-part-a.json"
 
 
 def test_default_is_the_small_packaged_adapter():
@@ -29,7 +29,6 @@ def test_default_is_the_small_packaged_adapter():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not DATA.is_file(), reason="SQuAD data file not available")
 def test_default_beats_per_sentence_on_a_held_out_article():
     from landmark_rag import LandmarkEncoder
     from landmark_rag.train import TrainConfig, load_articles, validate

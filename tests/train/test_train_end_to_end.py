@@ -14,8 +14,7 @@ from landmark_rag import LandmarkEncoder
 from landmark_rag.encode.loading import resolve
 from landmark_rag.train import StageConfig, TrainConfig, Trainer, load_articles
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "squad-v1.1-dev-part-a.json"
-pytestmark = pytest.mark.skipif(not DATA.is_file(), reason="SQuAD data file not available")
+DATA = Path(__file__).resolve().parents[2] / "data" / "squad-v1.1-dev-part-a.json"
 
 
 @pytest.fixture(autouse=True)

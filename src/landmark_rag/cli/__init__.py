@@ -7,10 +7,62 @@ their heavy dependencies (torch, chromadb) inside the function so ``--help`` sta
 from __future__ import annotations
 
 import importlib
+from types import MethodType
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
+
+# Typer labels every value with its Python annotation (``<str>``, ``<list[Path]>``, and
+# ``<bool>`` next to flags that take no value); help reads better with the plain
+# click-style names, and a flag with none.
+_PLAIN_LABELS = {
+    "str": "TEXT",
+    "int": "INTEGER",
+    "int range": "INTEGER",  # the range itself is printed next to it ([x>=1])
+    "float": "FLOAT",
+    "float range": "FLOAT",
+    "path": "PATH",
+    "file": "FILE",
+    "dir": "DIR",
+}
+
+
+def _plain_display_type(param: Any, ctx: Any) -> str:
+    if getattr(param, "is_flag", False):
+        return ""
+    label = type(param).display_type(param, ctx)
+    if not (label.startswith("<") and label.endswith(">")) or param.type_descriptor.is_choice:
+        return label
+    label = label[1:-1]
+    if label.startswith("list[") and label.endswith("]"):
+        label = label[5:-1]
+    return _PLAIN_LABELS.get(label.lower(), label.upper())
+
+
+class _PlainLabelGroup(TyperGroup):
+    """The ``landmark-rag`` group: its commands' help shows ``TEXT``, ``PATH...``, no ``<bool>``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for command in (self, *self.commands.values()):
+            for param in command.params:
+                _plain(param)
+            command.get_help_option = MethodType(_plain_help_option, command)  # type: ignore[method-assign]
+
+
+def _plain(param: Any) -> Any:
+    if param is not None and hasattr(param, "type_descriptor"):
+        param.display_type = MethodType(_plain_display_type, param)
+    return param
+
+
+def _plain_help_option(command: Any, ctx: Any) -> Any:
+    return _plain(type(command).get_help_option(command, ctx))  # --help is made on demand, not in params
+
 
 app = typer.Typer(
+    cls=_PlainLabelGroup,
     name="landmark-rag",
     help="Chunking-free retrieval over long documents with Landmark Embedding.",
     no_args_is_help=True,

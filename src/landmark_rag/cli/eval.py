@@ -19,13 +19,25 @@ def _split(value: str | None) -> list[str] | None:
 
 @app.command("eval")
 def eval_command(
-    data: Path = typer.Option(..., "--data", exists=True, dir_okay=False, help="Any SQuAD-format JSON file."),
+    data: Path = typer.Option(
+        Path("data/squad-v1.1-dev-part-a.json"),
+        "--data",
+        exists=True,
+        dir_okay=False,
+        help="Any SQuAD-format JSON file (default: the repository's copy, when run from a clone's root).",
+    ),
     systems: str | None = typer.Option(
         None,
         "--systems",
-        help="Comma-separated: landmark,sentence,chunk200,chunk256,sentence-window,late-chunking,bm25 (default: all).",
+        help="Comma-separated: landmark,sentence,chunk200,chunk256,sentence-window,late-chunking,bm25,hybrid (default: all).",
     ),
     budgets: str = typer.Option("64,128,256,512", "--budgets", help="Comma-separated context budgets in tokens."),
+    expansion: str | None = typer.Option(
+        None,
+        "--expansion",
+        help="Comma-separated front,surround,adaptive: the landmark system once per boundary expansion "
+        "(default: the model's own).",
+    ),
     model: str | None = typer.Option(None, "--model", help="Landmark model (alias, directory); default: the package's."),
     base_model: str | None = typer.Option(
         None, "--base-model", help="Model of the baselines (default: the landmark model's base, else --model)."
@@ -77,6 +89,7 @@ def eval_command(
             device=device,
             batch_size=batch_size,
             show_progress=not quiet,
+            expansions=_split(expansion),
         )
     except ValueError as exc:
         from landmark_rag.render.terminal import sanitize

@@ -15,7 +15,9 @@ from landmark_rag.cli._common import (
     console,
     err_console,
     fail,
+    is_url,
     local_db_path,
+    make_client,
     open_index,
 )
 
@@ -36,6 +38,11 @@ def index_command(
     prune: bool = typer.Option(False, "--prune", help="Also delete documents whose file no longer exists."),
     device: str | None = DeviceOption,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    ray: str | None = typer.Option(
+        None, "--ray", help="Run on Ray: local, auto (this machine's cluster) or ray://HOST:PORT (needs [ray])."
+    ),
+    workers: int | None = typer.Option(None, "--workers", min=1, help="Ray: encoder actors (one model each)."),
+    gpus_per_worker: float = typer.Option(0.0, "--gpus-per-worker", min=0.0, help="Ray: GPUs per actor."),
 ) -> None:
     """Index .txt/.md and any other plain-text files.
 
@@ -47,6 +54,9 @@ def index_command(
     code 1) leaves every unfinished document in its previous version: run the same command
     again to finish.
     """
+    if ray is not None or workers is not None or gpus_per_worker:
+        return _index_on_ray(paths, db, ray, workers, gpus_per_worker, model=model, glob=glob, batch_size=batch_size,
+                             collection=collection, pooling=pooling, prune=prune, device=device, quiet=quiet)
     from landmark_rag.ingest import discover_files, index_files, prune_missing, recorded_model
     from landmark_rag.store import StoreError
 
@@ -57,19 +67,29 @@ def index_command(
     except OSError as exc:  # missing path, link loop, FIFO given directly
         fail(str(exc))
     overrides = {"pooling": pooling} if pooling else None
-    index = open_index(db, collection, model=model, device=device, overrides=overrides, create=True)
-    index.record_identity()  # a writer marks the collection with its model before writing
-    encoder, store = index.encoder, index.store
-    source = recorded_model(store)[0]
+    store = _existing_store(db, collection) if model is None and overrides is None else None
+    if store is not None:
+        # The store's own model, so nothing can mismatch: the model (seconds of torch,
+        # transformers and weights) is loaded only once a file turns out to need encoding,
+        # and a re-run over unchanged files never loads it (index_files compares hashes first).
+        source = recorded_model(store)[0]
+        name = store.identity().get("model_name") or source
+
+        def encoder():
+            return open_index(db, collection, device=device, create=True).encoder
+    else:
+        index = open_index(db, collection, model=model, device=device, overrides=overrides, create=True)
+        index.record_identity()  # a writer marks the collection with its model before writing
+        encoder, store = index.encoder, index.store
+        source, name = recorded_model(store)[0], index.encoder.model_name
     if not quiet:
-        err_console.print(f"model {encoder.model_name} ({source}), {len(files)} files, store {db} [{collection}]",
-                          markup=False)
+        err_console.print(f"model {name} ({source}), {len(files)} files, store {db} [{collection}]", markup=False)
     try:
         report = index_files(files, encoder, store, batch_size=batch_size, show_progress=not quiet, skipped=unusable)
         if prune and not report.interrupted:
             roots = {f.root for f in files} | {Path(p).expanduser().resolve() for p in paths if Path(p).is_dir()}
             report.pruned = prune_missing(store, roots)
-        totals = store.count_sentences(), len(store.documents())
+        _finish(report, store)
     except StoreError as exc:
         done = getattr(exc, "report", None)
         written = len(done.with_status("indexed", "updated")) if done is not None else 0
@@ -77,7 +97,11 @@ def index_command(
             f"{exc}. {written} document(s) were written before the failure; every other document keeps its "
             "previous version. Run the same command again when the store is reachable."
         )
-    _summary(report, *totals)
+
+
+def _finish(report, store) -> None:
+    """Summary table, then exit 130 if the run was interrupted."""
+    _summary(report, store.count_sentences(), len(store.documents()))
     if report.interrupted:
         err_console.print(
             f"interrupted: {report.not_reached} file(s) not finished; unfinished documents keep their previous "
@@ -85,6 +109,20 @@ def index_command(
             markup=False,
         )
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _existing_store(db: str, collection: str):
+    """The store when it already exists with a recorded model, else ``None`` (nothing is created)."""
+    from landmark_rag.ingest import recorded_model
+    from landmark_rag.store import ChromaSentenceStore
+
+    if not is_url(db) and not Path(db).expanduser().is_dir():
+        return None
+    try:
+        store = ChromaSentenceStore.open(collection_name=collection, client=make_client(db), create=False)
+    except LookupError:
+        return None
+    return store if store.identity() and recorded_model(store)[0] else None
 
 
 def _summary(report, total_sentences: int, total_docs: int) -> None:
@@ -100,8 +138,46 @@ def _summary(report, total_sentences: int, total_docs: int) -> None:
     table.add_row("skipped", str(c["skipped"]))
     if report.pruned:
         table.add_row("pruned", f"{len(report.pruned)} (file gone)")
-    table.add_row("speed", f"{report.tokens:,} tokens in {report.seconds:.1f} s ({report.tokens_per_second:,.0f} tok/s)")
+    if report.tokens:
+        speed = f"{report.tokens:,} tokens in {report.seconds:.1f} s ({report.tokens_per_second:,.0f} tok/s)"
+    else:  # everything unchanged or skipped: nothing was encoded, so there is no speed to report
+        speed = f"nothing to encode ({report.seconds:.1f} s)"
+    table.add_row("speed", speed)
     table.add_row("store", Text(f"{total_docs} documents, {total_sentences:,} sentences"))
     console.print(table)
     for o in report.with_status("skipped"):
         console.print(f"  skipped {o.source}: {o.reason}", markup=False)
+
+
+def _index_on_ray(paths, db, address, workers, gpus_per_worker, *, model, glob, batch_size, collection, pooling,
+                  prune, device, quiet) -> None:
+    """``--ray``: the same run through :func:`landmark_rag.distributed.ray_index`; same summary and exit codes."""
+    try:
+        from landmark_rag.distributed import RayConnectionError, StoreUnavailableError, ray_index
+    except ImportError as exc:
+        fail(f"--ray needs the ray extra: pip install 'landmark-rag[ray]' ({exc})")
+    from landmark_rag.cli._common import EXIT_MISMATCH, make_client
+    from landmark_rag.encode import ModelNotFoundError
+    from landmark_rag.store import ChromaSentenceStore, StoreError, StoreMismatchError
+
+    if not quiet:
+        err_console.print(f"ray {address or 'default'}, store {db} [{collection}]", markup=False)
+    try:
+        report = ray_index(
+            paths, db, model=model, collection=collection, workers=workers, gpus_per_worker=gpus_per_worker,
+            batch_size=batch_size, ray_address=address, prune=prune, glob=glob, device=device,
+            overrides={"pooling": pooling} if pooling else None, show_progress=not quiet,
+        )
+    except StoreMismatchError as exc:
+        fail(str(exc), EXIT_MISMATCH)
+    except StoreError as exc:
+        done = getattr(exc, "report", None)
+        written = len(done.with_status("indexed", "updated")) if done is not None else 0
+        fail(
+            f"{exc}. {written} document(s) were written before the failure; every other document keeps its "
+            "previous version. Run the same command again when the store is reachable."
+        )
+    except (FileNotFoundError, ModelNotFoundError, RayConnectionError, StoreUnavailableError, ValueError) as exc:
+        fail(str(exc))
+    store = ChromaSentenceStore.open(collection_name=collection, client=make_client(db), create=False)
+    _finish(report, store)

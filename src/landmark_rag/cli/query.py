@@ -19,6 +19,7 @@ from landmark_rag.cli._common import (
 )
 
 STRATEGIES = ("front", "surround", "adaptive")
+MODES = ("hybrid", "dense", "lexical")
 
 
 @app.command("query")
@@ -28,6 +29,11 @@ def query_command(
     k: int = typer.Option(3, "-k", "--k", min=1, help="Number of passages."),
     strategy: str | None = typer.Option(
         None, "--strategy", help="Expansion: front, surround or adaptive (default: what the model's config names)."
+    ),
+    mode: str | None = typer.Option(
+        None, "--mode",
+        help="hybrid (vectors fused with sentence BM25), dense or lexical (default: what the model's config names; "
+        "the lexical index is built from the stored sentences on first use, vectors are not re-indexed).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON on stdout instead of text."),
     html_file: Path | None = typer.Option(None, "--html", dir_okay=False, help="Also write an HTML page here."),
@@ -49,6 +55,8 @@ def query_command(
     """
     if strategy is not None and strategy.lower() not in STRATEGIES:
         raise typer.BadParameter(f"choose one of {', '.join(STRATEGIES)}", param_hint="--strategy")
+    if mode is not None and mode.lower() not in MODES:
+        raise typer.BadParameter(f"choose one of {', '.join(MODES)}", param_hint="--mode")
     if (question is None) == (questions_file is None):
         raise typer.BadParameter("give either a QUESTION or --questions FILE", param_hint="QUESTION")
     questions = [question] if question is not None else _read_questions(questions_file)
@@ -58,11 +66,12 @@ def query_command(
     index = open_index(db, collection, model=model, device=device, create=False)
     strat = index.resolve_strategy(strategy.lower() if strategy is not None else None)
     strategy = type(strat).__name__.lower()
-    found = index.search_many(questions, k, strategy=strat, show_progress=len(questions) > 64)
+    mode = index.resolve_mode(mode.lower() if mode is not None else None)
+    found = index.search_many(questions, k, strategy=strat, show_progress=len(questions) > 64, mode=mode)
     results = [(q, passages, _hits(index.store, passages)) for q, passages in zip(questions, found, strict=True)]
 
     if html_file is not None:
-        _write_html(html_file, index, results[0], subtitle=f"{index.encoder.model_name} · k={k} · {strategy} · {db}")
+        _write_html(html_file, index, results[0], subtitle=f"{index.encoder.model_name} · k={k} · {strategy} · {mode} · {db}")
     if as_json:
         rows = [[_passage_json(p, hs, r) for r, (p, hs) in enumerate(zip(ps, hits), 1)] for _, ps, hits in results]
         payload: Any = rows[0] if question is not None else [

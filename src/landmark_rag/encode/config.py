@@ -22,7 +22,7 @@ class LandmarkConfig:
         ``mean`` - mean of the sentence's own tokens, computed in context (late chunking);
         ``sentence`` - each sentence encoded alone, mean-pooled (context-free; the honest
         baseline used as the untrained default, because untrained in-context pooling
-        measures worse on ../shared/data, see docs/benchmarks.md).
+        measures worse on data/squad-v1.1-dev-part-a.json, see docs/benchmarks.md).
     query_pooling:
         ``landmark`` - ``query + LMK``, pooled at the LMK; ``mean`` - mean over the query's
         tokens (sentence-transformers style).
@@ -44,6 +44,12 @@ class LandmarkConfig:
         names none. ``front`` (the paper) assumes position-aware training made a hit the
         end of its span; a model whose hit lands on the answer sentence itself (e.g. trained
         with in-context mean pooling) is better served by ``surround``.
+    fusion:
+        the search mode this model defaults to and how it fuses its vectors with sentence-level
+        BM25 (``landmark_rag.retrieve.fusion.FusionConfig``: ``mode`` hybrid/dense/lexical,
+        ``method`` rrf/linear, ``weight``, ``rrf_k``, ``depth``, ``language``), chosen on
+        validation data. Empty means dense only, so models that predate hybrid search keep
+        their behaviour. Not part of :meth:`identity`: it changes queries, not vectors.
     """
 
     pooling: Pooling = "landmark"
@@ -60,6 +66,7 @@ class LandmarkConfig:
     model_name: str | None = None
     expansion: Literal["front", "surround", "adaptive"] = "front"
     expansion_params: dict[str, Any] = field(default_factory=dict)
+    fusion: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     #: Set when weights are loaded (``encode.fingerprint``); never saved with the config.
     weights_fingerprint: str | None = field(default=None, compare=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -18,8 +19,10 @@ from landmark_rag.encode.config import LandmarkConfig
 from landmark_rag.encode.fingerprint import weights_fingerprint
 from landmark_rag.encode.layout import Job, document_jobs, query_jobs, standalone_jobs, tokenize_sentences
 from landmark_rag.encode.loading import load_hf, materialise_gguf, pick_device, pick_dtype
+from landmark_rag.encode.malloc import pin_mmap_threshold
 from landmark_rag.encode.pooling import last_hidden, pad_batch, pool
 from landmark_rag.encode.registry import ModelSource, default_model, is_causal, plain_model_config, resolve
+from landmark_rag.progress import bar_options
 from landmark_rag.segment import Segmenter, segment_sentences
 from landmark_rag.types import EncodedDocument, Sentence
 
@@ -64,6 +67,7 @@ class LandmarkEncoder:
         self.max_sentence_tokens = int(config.max_sentence_tokens or min(256, self.budget // 2))
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else (tokenizer.eos_token_id or 0))
+        pin_mmap_threshold()  # long documents: flat memory instead of glibc's creep (encode/malloc.py)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -75,6 +79,7 @@ class LandmarkEncoder:
         dtype: str | torch.dtype | None = None,
         trust_remote_code: bool = False,
         attn_implementation: str | None = None,
+        quantize: str | None = None,
         **config_overrides: Any,
     ) -> LandmarkEncoder:
         """Load an encoder.
@@ -83,7 +88,8 @@ class LandmarkEncoder:
         ``.gguf`` file, an alias of a pip-packaged model (``all-MiniLM-L6-v2``,
         ``SmolLM2-135M-Instruct``), or a hub name (needs a reachable hub). ``None`` loads the
         package's default model. Keyword arguments override fields of
-        :class:`LandmarkConfig` (e.g. ``pooling="mean"``).
+        :class:`LandmarkConfig` (e.g. ``pooling="mean"``). ``quantize="int8"`` (CPU only, opt-in)
+        runs the linear layers as int8 (``encode/quantize.py``): faster, vectors slightly off.
         """
         if model is None:
             model = default_model()
@@ -112,6 +118,10 @@ class LandmarkEncoder:
             tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
         if adapter_dir is not None:
             hf_model = _apply_adapter(hf_model, tokenizer, adapter_dir)
+        if quantize is not None:
+            from landmark_rag.encode.quantize import quantize_model
+
+            hf_model = quantize_model(hf_model, quantize, dev)
         encoder = cls(hf_model.to(dev), tokenizer, config, device=dev)
         if config.lmk_is_new and encoder.lmk_id == tokenizer.unk_token_id:
             fingerprint = config.weights_fingerprint
@@ -204,7 +214,7 @@ class LandmarkEncoder:
         doc_ids: Sequence[str | None] | None = None,
         *,
         batch_size: int = 16,
-        show_progress: bool = False,
+        show_progress: bool | None = False,
         sentences: Sequence[Sequence[Sentence] | None] | None = None,
         segmenter: Segmenter | None = None,
     ) -> list[EncodedDocument]:
@@ -214,7 +224,8 @@ class LandmarkEncoder:
         of a framework that already split the text; they are used as they are, one vector
         each. ``batch_size`` counts encoder windows. Empty or whitespace-only documents give
         empty results. Documents are processed in groups of about 131k tokens so memory stays
-        bounded however many or however long the documents are.
+        bounded however many or however long the documents are. ``show_progress=None`` shows
+        the bar only once the call has run a few seconds (``landmark_rag.progress``).
         """
         if isinstance(texts, str):
             raise TypeError("encode_documents takes a list of texts; use encode_document for one")
@@ -224,7 +235,7 @@ class LandmarkEncoder:
         if len(doc_ids) != n or len(given) != n:
             raise ValueError("texts, doc_ids and sentences must have the same length")
         results: list[EncodedDocument] = []
-        bar = tqdm(total=n, desc="encoding", unit="doc", disable=not show_progress)
+        bar = tqdm(total=n, desc="encoding", unit="doc", **bar_options(show_progress))
         t0, tokens_done = time.perf_counter(), 0
         group: list[tuple[str, str | None, list[Sentence], list[np.ndarray]]] = []
         group_tokens = 0
@@ -233,8 +244,9 @@ class LandmarkEncoder:
             nonlocal group, group_tokens, tokens_done
             results.extend(self._encode_group(group, batch_size))
             tokens_done += group_tokens
+            # postfix first without a redraw: the update draws it, and only once the bar is due
+            bar.set_postfix(tokens_per_s=f"{tokens_done / max(time.perf_counter() - t0, 1e-9):,.0f}", refresh=False)
             bar.update(len(group))
-            bar.set_postfix(tokens_per_s=f"{tokens_done / max(time.perf_counter() - t0, 1e-9):,.0f}")
             group, group_tokens = [], 0
 
         for text, doc_id, sents in zip(texts, doc_ids, given, strict=True):
@@ -381,14 +393,23 @@ def _has_weights(path: str) -> bool:
 def _apply_adapter(model: Any, tokenizer: Any, adapter_dir: str) -> Any:
     """Apply a LoRA adapter (and resized embeddings) saved by landmark-rag training."""
     if len(tokenizer) != model.get_input_embeddings().weight.shape[0]:
-        model.resize_token_embeddings(len(tokenizer))
-    try:
-        from peft import PeftModel
-    except ImportError:  # peft is the `train` extra; plain LoRA merges without it
-        from landmark_rag.encode.lora import merge_lora
+        # the new rows (a trained [LMK]) come from the adapter: no random mean/covariance init
+        model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+    from landmark_rag.encode.lora import merge_lora
 
+    # A plain LoRA adapter (the packaged default) merges with torch alone: importing peft
+    # and its merge_and_unload cost 0.2-0.5 s of every cold CLI query and index (docs/benchmarks.md,
+    # "CLI cold start"); peft is only needed for adapter kinds merge_lora refuses.
+    try:
         return merge_lora(model, adapter_dir)
-    return PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()
+    except ImportError:
+        from peft import PeftModel  # the `train` extra
+
+    with warnings.catch_warnings():
+        # peft reads transformers' deprecated `is_gradient_checkpointing` property, which warns
+        # (FutureWarning) on every load; the notice is for peft, not for users.
+        warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing", category=FutureWarning)
+        return PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()
 
 
 def _check_sentences(text: str, sentences: Iterable[Sentence]) -> None:

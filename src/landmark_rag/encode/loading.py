@@ -8,9 +8,12 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+# torch is imported inside the functions that touch weights: resolving a model name or
+# reading the cache path (``landmark-rag info``) must not pay the 1-2 s torch import.
+if TYPE_CHECKING:
+    import torch
 
 # The registry (aliases, packaged models, the default) lives in encode.registry; these
 # names stay importable from here.
@@ -49,6 +52,7 @@ def materialise_gguf(source: ModelSource) -> Path:
     cores); the cache makes later loads take about a second. Delete the folder
     (``landmark-rag`` prints it in ``info``) to clear it.
     """
+    import torch
     from transformers import AutoModel, AutoTokenizer
 
     target = _gguf_cache_path(source)
@@ -102,6 +106,8 @@ def _drop_gguf_quantizer(model: Any) -> None:
 
 def pick_device(device: str | torch.device | None) -> torch.device:
     """cuda > mps > cpu unless the caller chose."""
+    import torch
+
     if device is not None:
         return torch.device(device)
     if torch.cuda.is_available():
@@ -113,6 +119,8 @@ def pick_device(device: str | torch.device | None) -> torch.device:
 
 def pick_dtype(device: torch.device, dtype: str | torch.dtype | None) -> torch.dtype:
     """bf16 (else fp16) on accelerators, fp32 on CPU, unless the caller chose."""
+    import torch
+
     if dtype is not None:
         return getattr(torch, dtype) if isinstance(dtype, str) else dtype
     if device.type == "cuda":

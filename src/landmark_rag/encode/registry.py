@@ -77,19 +77,24 @@ def _smollm2() -> ModelSource:
     )
 
 
-def _landmark_minilm() -> ModelSource:
-    # The trained default ships inside this package (an adapter over all-MiniLM-L6-v2).
-    # Its name is also its vector-store identity, so stores record "landmark-minilm" and
+def _packaged(name: str) -> ModelSource:
+    # Trained models ship inside this package (adapters over all-MiniLM-L6-v2). A model's
+    # name is also its vector-store identity, so stores record e.g. "landmark-minilm" and
     # must be able to load it back by that name.
-    path = packaged_model("landmark-minilm")
+    path = packaged_model(name)
     if path is None:
-        raise ModelNotFoundError("landmark-minilm is not installed with this copy of landmark-rag")
-    return ModelSource(str(path), alias="landmark-minilm")
+        raise ModelNotFoundError(f"{name} is not installed with this copy of landmark-rag")
+    return ModelSource(str(path), alias=name)
+
+
+def _landmark_minilm() -> ModelSource:
+    return _packaged("landmark-minilm")
 
 
 #: Model names resolved to weights that ship inside pip packages (no hub needed).
 ALIASES = {
     "landmark-minilm": _landmark_minilm,
+    "landmark-minilm-lmk": lambda: _packaged("landmark-minilm-lmk"),
     "all-minilm-l6-v2": _minilm,
     "sentence-transformers/all-minilm-l6-v2": _minilm,
     "smollm2-135m-instruct": _smollm2,
@@ -119,7 +124,10 @@ def resolve(model: str | os.PathLike[str]) -> ModelSource:
 BASE_MODEL = "all-MiniLM-L6-v2"
 
 #: Trained models that ship inside the package, by name.
-PACKAGED_MODELS: dict[str, Path] = {"landmark-minilm": MODELS_DIR / "landmark-minilm"}
+PACKAGED_MODELS: dict[str, Path] = {
+    "landmark-minilm": MODELS_DIR / "landmark-minilm",
+    "landmark-minilm-lmk": MODELS_DIR / "landmark-minilm-lmk",  # LMK token, Front-3 (docs/model_card.md)
+}
 
 #: The name of the default model (a key of PACKAGED_MODELS, or a plain alias).
 DEFAULT_MODEL = "landmark-minilm"

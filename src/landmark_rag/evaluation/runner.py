@@ -50,13 +50,21 @@ def _as_eval_set(
 
 
 def _passages(system: System, order: np.ndarray, scores: np.ndarray) -> Iterator[tuple[int, int, int]]:
-    """Passages in rank order: the pre-sorted top units, then (rarely) the rest."""
+    """Passages in rank order: the pre-sorted top units, then (rarely) the rest.
+
+    A system with ``passage_for(unit, scores)`` (query-dependent expansion) gets the
+    question's scores too."""
+    for_query = getattr(system, "passage_for", None)
+
+    def one(u: int) -> tuple[int, int, int]:
+        return for_query(u, scores) if for_query is not None else system.passage(u)
+
     for u in order:
-        yield system.passage(int(u))
+        yield one(int(u))
     if len(order) < scores.shape[0]:
         rest = rank_order(scores)[len(order) :]
         for u in rest:
-            yield system.passage(int(u))
+            yield one(int(u))
 
 
 def evaluate_system(
@@ -129,6 +137,7 @@ def evaluate(
     device: str | None = None,
     batch_size: int = 32,
     show_progress: bool = False,
+    expansions: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Evaluate retrieval systems on SQuAD-format data; returns the JSON-ready result.
 
@@ -136,6 +145,8 @@ def evaluate(
     :class:`EvalArticle` or parsed SQuAD JSON. ``titles`` restricts the run to those
     articles (held-out evaluation); ``max_articles``/``max_questions`` make quick runs.
     All selected articles form one corpus: every question is answered against all of them.
+    ``expansions`` (e.g. ``["front", "surround", "adaptive"]``) evaluates the landmark system
+    once per boundary expansion (rows ``landmark-front`` ...) instead of with its model's own.
     ``model``: the landmark model (``None``: the package default); ``base_model``: the
     model of the baselines (default: the landmark model's base, else the model itself).
 
@@ -144,6 +155,14 @@ def evaluate(
     """
     names = list(systems) if systems else list(SYSTEMS)
     chosen = [make_system(s) for s in names]  # fails fast on an unknown name
+    if expansions:
+        # the landmark system once per strategy; they share one encoding (Workspace)
+        from landmark_rag.evaluation.systems.landmark import LandmarkSystem
+
+        at = [i for i, s in enumerate(chosen) if isinstance(s, LandmarkSystem)]
+        if not at:
+            raise ValueError("expansions apply to the landmark system; add it to systems")
+        chosen[at[0] : at[0] + 1] = [LandmarkSystem(e) for e in expansions]
     if not budgets or any(int(b) <= 0 for b in budgets):
         raise ValueError("budgets must be positive token counts")
     eval_set = _as_eval_set(data, titles, max_articles, max_questions)

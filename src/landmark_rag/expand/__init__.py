@@ -1,6 +1,12 @@
 """Boundary expansion (step 5 of the pipeline): sentence hits -> exact passages."""
 
-from landmark_rag.expand.expand import InMemorySource, SentenceSource, expand_hits
+from landmark_rag.expand.expand import (
+    BatchSentenceSource,
+    InMemorySource,
+    SentenceSource,
+    expand_hits,
+    read_sentences,
+)
 from landmark_rag.expand.strategies import (
     Adaptive,
     Front,
@@ -14,6 +20,7 @@ from landmark_rag.expand.strategies import (
 
 __all__ = [
     "Adaptive",
+    "BatchSentenceSource",
     "Front",
     "InMemorySource",
     "SentenceSource",
@@ -24,4 +31,5 @@ __all__ = [
     "expand_hits",
     "make_strategy",
     "model_strategy",
+    "read_sentences",
 ]

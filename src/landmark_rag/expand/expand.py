@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -20,6 +20,34 @@ class SentenceSource(Protocol):
     def get_sentences(self, doc_id: str, indices: Iterable[int]) -> dict[int, Sentence]: ...
 
     def get_embeddings(self, doc_id: str, indices: Iterable[int]) -> dict[int, np.ndarray]: ...
+
+
+class BatchSentenceSource(SentenceSource, Protocol):
+    """A source that reads the sentences of many documents in one call (``ChromaSentenceStore``)."""
+
+    def get_many(
+        self, requests: Mapping[str, Iterable[int]], *, embeddings: bool = False
+    ) -> dict[str, dict[int, tuple[Sentence, np.ndarray | None]]]: ...
+
+
+def read_sentences(
+    source: SentenceSource, requests: Mapping[str, Iterable[int]], *, embeddings: bool = False
+) -> tuple[dict[str, dict[int, Sentence]], dict[str, dict[int, np.ndarray]]]:
+    """Sentences (and, with ``embeddings``, vectors) of several documents, by document id.
+
+    One ``get_many`` call when the source has it (a vector store: one round trip per query
+    instead of one or two per document hit), else ``get_sentences``/``get_embeddings`` per
+    document (a docstore, memory).
+    """
+    get_many = getattr(source, "get_many", None)
+    if callable(get_many):
+        got = get_many(requests, embeddings=embeddings)
+        sents = {d: {i: s for i, (s, _) in rows.items()} for d, rows in got.items()}
+        vecs = {d: {i: v for i, (_, v) in rows.items() if v is not None} for d, rows in got.items()} if embeddings else {}
+        return sents, vecs
+    sents = {d: source.get_sentences(d, sorted(idx)) for d, idx in requests.items()}
+    vecs = {d: source.get_embeddings(d, sorted(idx)) for d, idx in requests.items()} if embeddings else {}
+    return sents, vecs
 
 
 @dataclass
@@ -82,18 +110,29 @@ def expand_hits(
 
     spans_by_doc: dict[str, list[_Span]] = {}
     sents_by_doc: dict[str, dict[int, Sentence]] = {}
+    requests = {
+        doc_id: sorted(
+            {i for h in doc_hits for i in strat.candidates(h.sentence.index) if i >= 0}
+            | {h.sentence.index for h in doc_hits}
+        )
+        for doc_id, doc_hits in by_doc.items()
+    }
+    adaptive = isinstance(strat, Adaptive)
+    all_sents, all_vecs = read_sentences(source, requests, embeddings=adaptive) if requests else ({}, {})
     for doc_id, doc_hits in by_doc.items():
-        wanted = {i for h in doc_hits for i in strat.candidates(h.sentence.index) if i >= 0}
-        wanted |= {h.sentence.index for h in doc_hits}
-        sents = source.get_sentences(doc_id, sorted(wanted))
+        sents = dict(all_sents.get(doc_id, {}))
         for h in doc_hits:  # the hit itself is always available
             sents.setdefault(h.sentence.index, h.sentence)
-        vecs = source.get_embeddings(doc_id, sorted(wanted)) if isinstance(strat, Adaptive) else {}
+        vecs = all_vecs.get(doc_id, {})
         spans = []
         for h in doc_hits:
             z = h.sentence.index
             if isinstance(strat, Adaptive):
-                lo, hi = strat.choose(z, h.score, np.asarray(query_vector), {i: s.text for i, s in sents.items()}, vecs, count)
+                # the hit's own cosine is the reference: equal to a vector hit's score, and the
+                # only meaningful one for a fused or lexical hit (whose score is RRF or BM25)
+                ref = float(np.asarray(vecs[z]) @ np.asarray(query_vector)) if z in vecs else h.score
+                texts = {i: s.text for i, s in sents.items()}
+                lo, hi = strat.choose(z, ref, np.asarray(query_vector), texts, vecs, count)
             else:
                 rng = strat.candidates(z)
                 lo, hi = z, z

@@ -6,10 +6,12 @@ encoder goes with a store (``ingest.identity.encoder_for_store``), which expansi
 uses (``expand.choose_strategy``), recording and checking the model identity, skipping
 unchanged documents, and turning a query into exactly ``k`` exact passages.
 
-Search is two stages so that other hit sources can join without reshaping it:
-:meth:`LandmarkIndex._sentence_hits` produces scored sentence hits for a query (today the
-dense vector search), and ``retrieve.collect_passages`` expands, merges and tops them up to
-exactly ``k`` passages.
+Search is two stages: :meth:`LandmarkIndex.hits` produces scored sentence hits for a query
+in one of three modes (``dense``: the landmark vectors; ``lexical``: BM25 over the same
+stored sentences, ``store/lexical.py``; ``hybrid``: both fused, ``retrieve/fusion.py``; the
+default is the model's ``landmark_config.json`` ``fusion.mode``), and
+``retrieve.collect_passages`` expands, merges and tops them up to exactly ``k`` passages, the
+same way for every mode.
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ from tqdm.auto import tqdm
 
 from landmark_rag.expand import Strategy, choose_strategy, expand_hits
 from landmark_rag.expand.strategies import StrategyName
+from landmark_rag.progress import bar_options
 from landmark_rag.retrieve import collect_passages, cosine_rescore, unit_vector
+from landmark_rag.retrieve.fusion import FusionConfig, Mode, check_mode, model_fusion
+from landmark_rag.retrieve.hybrid import mode_hits
 from landmark_rag.store import (
     DEFAULT_COLLECTION,
     DEFAULT_DB,
@@ -60,6 +65,12 @@ class LandmarkIndex:
     ``landmark_config.json`` names; ``config`` gives that config when there is no encoder).
     ``count_tokens`` measures the adaptive strategy's budget (default: the encoder's
     tokenizer, else about four characters a token).
+
+    ``fusion``: a ``FusionConfig``, or a dict of settings overriding the model's
+    (``mode``, ``method``, ``weight``, ``depth``, ``rrf_k``, ``language``); the model's
+    ``landmark_config.json`` ``fusion`` entry otherwise (none: dense only).
+    ``lexical_cache``: where the lexical index is cached (``None``: beside a local store,
+    in memory for a server; ``False``: memory only; a folder).
     """
 
     def __init__(
@@ -71,6 +82,8 @@ class LandmarkIndex:
         strategy_params: dict[str, int | float] | None = None,
         config: Any = None,
         count_tokens: Callable[[str], int] | None = None,
+        fusion: FusionConfig | dict[str, Any] | None = None,
+        lexical_cache: Any = None,
     ) -> None:
         self.store = store
         self._encoder = encoder
@@ -78,6 +91,9 @@ class LandmarkIndex:
         self._model_config = config if config is not None else getattr(encoder, "config", None)
         self.strategy = choose_strategy(strategy, self.strategy_params, self._model_config)
         self._count_tokens = count_tokens
+        self.fusion = fusion if isinstance(fusion, FusionConfig) else model_fusion(self._model_config, **(fusion or {}))
+        self._lexical_cache = lexical_cache
+        self._lexical: Any = None
         self._identity_recorded = False
         self._source: str | None = None  # the model source to record (set by open)
         if encoder is not None and _identity(store):
@@ -98,6 +114,8 @@ class LandmarkIndex:
         client: Any = None,
         strategy: StrategyName | Strategy | None = None,
         strategy_params: dict[str, int | float] | None = None,
+        fusion: FusionConfig | dict[str, Any] | None = None,
+        lexical_cache: Any = None,
     ) -> LandmarkIndex:
         """Open (or create) the index in ``db``: a folder, ``http(s)://host:port`` or ``":memory:"``.
 
@@ -126,7 +144,10 @@ class LandmarkIndex:
             record_model(store, source, encoder.dim)
         else:
             store = existing
-        index = cls(store, encoder, strategy=strategy, strategy_params=strategy_params)
+        index = cls(
+            store, encoder, strategy=strategy, strategy_params=strategy_params, fusion=fusion,
+            lexical_cache=lexical_cache,
+        )
         index._source = source
         return index
 
@@ -144,6 +165,24 @@ class LandmarkIndex:
         if strategy is None:
             return self.strategy
         return choose_strategy(strategy, self.strategy_params, self._model_config)
+
+    @property
+    def lexical(self) -> Any:
+        """The sentence-level BM25 index over this store (``store.lexical.StoreLexicalIndex``).
+
+        Created on first use, in the ``fusion.language``; it is a cache of the store, built
+        from the stored sentences when missing (no vector is touched) and kept in step with
+        the store's manifest, so a store indexed before hybrid search existed works as is.
+        """
+        if self._lexical is None:
+            from landmark_rag.store.lexical import StoreLexicalIndex
+
+            self._lexical = StoreLexicalIndex(self.store, language=self.fusion.language, cache_dir=self._lexical_cache)
+        return self._lexical
+
+    def resolve_mode(self, mode: Mode | str | None = None) -> Mode:
+        """The search mode for one call: ``mode``, or the model's default when ``None``."""
+        return check_mode(mode or self.fusion.mode)
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` as the adaptive strategy counts them."""
@@ -163,7 +202,7 @@ class LandmarkIndex:
         *,
         skip_unchanged: bool = True,
         batch_size: int | None = None,
-        show_progress: bool = False,
+        show_progress: bool | None = False,
         encode: Callable[[list[str], list[str]], Sequence[EncodedDocument]] | None = None,
     ) -> list[str]:
         """Encode whole documents (one pass each) and store one vector per sentence.
@@ -175,6 +214,7 @@ class LandmarkIndex:
         stored text hash and metadata are the same is not encoded again. Two different texts
         under one id in a call are refused (``ValueError``). ``encode(texts, doc_ids)``
         replaces the encoder call (a framework's embeddings object that encodes in context).
+        ``show_progress=None`` shows the bar only once the call has run a few seconds.
         """
         texts = list(texts)
         if ids is not None and len(ids) != len(texts):
@@ -212,7 +252,7 @@ class LandmarkIndex:
             def encode(texts: list[str], doc_ids: list[str]) -> Sequence[EncodedDocument]:
                 return encoder.encode_documents(texts, doc_ids, batch_size=size)
 
-        bar = tqdm(total=len(items), desc="adding", unit="doc", disable=not show_progress)
+        bar = tqdm(total=len(items), desc="adding", unit="doc", **bar_options(show_progress))
         try:
             for i in range(0, len(items), ADD_BATCH):
                 batch = items[i : i + ADD_BATCH]
@@ -265,15 +305,21 @@ class LandmarkIndex:
         strategy: StrategyName | Strategy | None = None,
         where: dict[str, Any] | None = None,
         order: Order = "score",
+        mode: Mode | None = None,
     ) -> list[Passage]:
         """Exactly ``k`` passages for ``query`` (fewer only when the store has fewer).
 
         Each passage's text is the exact slice of its document; ``strategy`` overrides the
         index's expansion for this call (built with the index's ``strategy_params``);
         ``where`` is a Chroma metadata filter on the sentences; ``order`` is ``score`` (best
-        first) or ``document`` (reading order).
+        first) or ``document`` (reading order). ``mode``: ``hybrid``, ``dense`` or
+        ``lexical`` (``None``: the model's default, see :attr:`fusion`); lexical search
+        returns fewer passages when fewer sentences share a term with the query.
         """
-        return self._search(query, self.encode_query(query), k, strategy=strategy, where=where, order=order)
+        mode = self.resolve_mode(mode)
+        strat = self.resolve_strategy(strategy)
+        vector = self.encode_query(query) if self._needs_vector(mode, strat) else None
+        return self._search(query, vector, k, strategy=strat, where=where, order=order, mode=mode)
 
     def search_many(
         self,
@@ -284,16 +330,41 @@ class LandmarkIndex:
         where: dict[str, Any] | None = None,
         order: Order = "score",
         show_progress: bool = False,
+        mode: Mode | None = None,
     ) -> list[list[Passage]]:
         """:meth:`search` for many queries, encoded in batches."""
         queries = list(queries)
         if not queries:
             return []
-        vectors = self.encoder.encode_queries(queries, show_progress=show_progress)
+        mode = self.resolve_mode(mode)
+        strat = self.resolve_strategy(strategy)
+        if self._needs_vector(mode, strat):
+            vectors: Sequence[np.ndarray | None] = self.encoder.encode_queries(queries, show_progress=show_progress)
+        else:
+            vectors = [None] * len(queries)
         return [
-            self._search(q, v, k, strategy=strategy, where=where, order=order)
+            self._search(q, v, k, strategy=strat, where=where, order=order, mode=mode)
             for q, v in zip(queries, vectors, strict=True)
         ]
+
+    def hits(
+        self,
+        query: str,
+        n: int,
+        *,
+        mode: Mode | None = None,
+        where: dict[str, Any] | None = None,
+        query_vector: np.ndarray | None = None,
+    ) -> list[Hit]:
+        """The best ``n`` sentence hits for ``query``, before expansion (best first).
+
+        Scores are cosine (``dense``), BM25 (``lexical``) or the fused score (``hybrid``).
+        ``query_vector``: a query vector already computed (e.g. by a framework).
+        """
+        mode = self.resolve_mode(mode)
+        if query_vector is None and mode != "lexical":
+            query_vector = self.encode_query(query)
+        return self._sentence_hits(query, query_vector, n, where, mode)
 
     def encode_query(self, query: Query) -> np.ndarray:
         """A unit query vector: ``query`` encoded, or a given vector normalised."""
@@ -301,22 +372,36 @@ class LandmarkIndex:
             return self.encoder.encode_query(query)
         return unit_vector(query)
 
-    def _sentence_hits(self, query: str, vector: np.ndarray, n: int, where: dict[str, Any] | None) -> list[Hit]:
+    @staticmethod
+    def _needs_vector(mode: Mode, strategy: Strategy) -> bool:
+        from landmark_rag.expand import Adaptive
+
+        return mode != "lexical" or isinstance(strategy, Adaptive)
+
+    def _sentence_hits(
+        self, query: str, vector: np.ndarray | None, n: int, where: dict[str, Any] | None, mode: Mode = "dense"
+    ) -> list[Hit]:
         """The best ``n`` scored sentence hits for a query: the one place hits are produced."""
-        return self.store.query(vector, n, where=where)
+        if mode == "dense":
+            return self.store.query(vector, n, where=where)
+        return mode_hits(
+            mode, n, store=self.store, query_vector=vector, query_text=query, lexical=self.lexical,
+            fusion=self.fusion, where=where,
+        )
 
     def _search(
         self,
         query: str,
-        vector: np.ndarray,
+        vector: np.ndarray | None,
         k: int,
         *,
         strategy: StrategyName | Strategy | None,
         where: dict[str, Any] | None,
         order: Order,
+        mode: Mode = "dense",
     ) -> list[Passage]:
         return collect_passages(
-            lambda n: self._sentence_hits(query, vector, n, where),
+            lambda n: self._sentence_hits(query, vector, n, where, mode),
             self.store.count_sentences(),
             self.store,
             k,
@@ -361,7 +446,7 @@ class LandmarkIndex:
 
     def __repr__(self) -> str:
         name = getattr(getattr(self._encoder, "config", None), "model_name", None)
-        return f"LandmarkIndex(model={name!r}, strategy={self.strategy!r})"
+        return f"LandmarkIndex(model={name!r}, strategy={self.strategy!r}, mode={self.fusion.mode!r})"
 
 
 def _identity(store: Any) -> dict[str, Any]:

@@ -19,7 +19,7 @@ Kept free of any CLI or framework so it can be driven from Python as well as fro
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -82,16 +82,96 @@ class IndexReport:
 
 
 @dataclass
-class _Pending:
-    file: SourceFile
+class PendingDocument:
+    """A decoded document that needs encoding: what to store, and how to report it."""
+
+    doc_id: str
+    source: str  # where it came from (a path, or a dataset's name for it), for reports
     text: str
     doc_hash: str
-    existed: bool
+    existed: bool  # the store knows the id already (complete or interrupted): "updated"
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+Prepared = PendingDocument | FileOutcome
 
 
 def document_metadata(file: SourceFile) -> dict[str, Any]:
     """Metadata stored with every sentence of a file: where it came from."""
     return {"source": str(file.path), "root": str(file.root)}
+
+
+def manifest_state(store: Any) -> tuple[dict[str, str | None], set[str]]:
+    """Read the store's manifest once: content hash of every complete document, and every
+    known id (complete or interrupted). Everything the skip rules need, so a run (or each of
+    many workers) never asks the store per document."""
+    return _state_of(store.documents(include_incomplete=True))
+
+
+def _state_of(records: dict[str, dict[str, Any]]) -> tuple[dict[str, str | None], set[str]]:
+    complete = {doc_id: md.get("doc_hash") for doc_id, md in records.items() if md.get("state") == "complete"}
+    return complete, set(records)
+
+
+def prepare_text(
+    doc_id: str, source: str, text: str, metadata: dict[str, Any],
+    complete: dict[str, str | None], known: set[str],
+) -> Prepared:
+    """A document's text -> ``unchanged`` (same hash as the complete stored version) or pending."""
+    doc_hash = content_hash(text)
+    if complete.get(doc_id) == doc_hash:
+        return FileOutcome(doc_id, source, "unchanged")
+    return PendingDocument(doc_id, source, text, doc_hash, doc_id in known, metadata)
+
+
+def prepare_file(file: SourceFile, complete: dict[str, str | None], known: set[str]) -> Prepared:
+    """Read and decode a file, then :func:`prepare_text`; a bad file is a ``skipped`` outcome."""
+    try:
+        text = read_document(file.path)
+    except BadFileError as exc:
+        return FileOutcome(file.doc_id, str(file.path), "skipped", exc.reason)
+    return prepare_text(file.doc_id, str(file.path), text, document_metadata(file), complete, known)
+
+
+def duplicate_ids(files: Iterable[SourceFile]) -> dict[int, FileOutcome]:
+    """Files (by position) whose document id an earlier file already uses, as ``skipped``.
+
+    Two roots can hold the same relative path; indexing both under one id would make the
+    second silently replace the first.
+    """
+    seen: dict[str, Path] = {}
+    out: dict[int, FileOutcome] = {}
+    for i, f in enumerate(files):
+        if f.doc_id in seen:
+            out[i] = FileOutcome(
+                f.doc_id, str(f.path), "skipped",
+                f"document id {f.doc_id!r} is already used by {seen[f.doc_id]}; index these folders separately",
+            )
+        else:
+            seen[f.doc_id] = f.path
+    return out
+
+
+def in_groups(
+    items: Iterable[Prepared], group_chars: int = GROUP_CHARS, group_docs: int = GROUP_DOCS
+) -> Iterator[FileOutcome | list[PendingDocument]]:
+    """Outcomes as they come, pending documents gathered into encoding groups (in order).
+
+    A group closes at ``group_chars`` characters or ``group_docs`` documents.
+    """
+    group: list[PendingDocument] = []
+    chars = 0
+    for item in items:
+        if isinstance(item, FileOutcome):
+            yield item
+            continue
+        group.append(item)
+        chars += len(item.text)
+        if chars >= group_chars or len(group) >= group_docs:
+            yield group
+            group, chars = [], 0
+    if group:
+        yield group
 
 
 def index_files(
@@ -106,8 +186,11 @@ def index_files(
 ) -> IndexReport:
     """Index ``files`` into ``store`` with ``encoder`` (a ``LandmarkEncoder``).
 
-    ``store`` is a :class:`~landmark_rag.store.ChromaSentenceStore` (anything with
-    ``documents``, ``add_document``). ``batch_size`` counts encoder windows. Returns an
+    ``encoder`` may also be a function of no arguments that returns the encoder: it is
+    called only when the first file needs encoding, so a run over unchanged files never
+    loads a model (the CLI passes one). ``store`` is a
+    :class:`~landmark_rag.store.ChromaSentenceStore` (anything with ``documents``,
+    ``add_document``). ``batch_size`` counts encoder windows. Returns an
     :class:`IndexReport`; a ``KeyboardInterrupt`` ends the run early with
     ``report.interrupted`` set instead of propagating, so the caller can still summarise.
     ``skipped``: paths discovery could not use (links to nowhere, FIFOs), reported as skipped.
@@ -116,57 +199,33 @@ def index_files(
     report = IndexReport()
     report.outcomes.extend(FileOutcome(str(s.path), str(s.path), "skipped", s.reason) for s in skipped)
     records = store.documents(include_incomplete=True)
-    complete = {doc_id: md.get("doc_hash") for doc_id, md in records.items() if md.get("state") == "complete"}
+    complete, known = _state_of(records)
     dirty = {doc_id for doc_id, md in records.items() if md.get("dirty")}
-    known = set(records)
+    duplicates = duplicate_ids(files)
     t0 = time.perf_counter()
     bar = tqdm(total=len(files), desc="indexing", unit="doc", disable=not show_progress, dynamic_ncols=True)
-    pending: list[_Pending] = []
-    pending_chars = 0
-    seen: dict[str, Path] = {}
     done = 0
 
-    def flush() -> None:
-        nonlocal pending, pending_chars, done
-        batch, pending, pending_chars = pending, [], 0
-        for item, outcome in _encode_and_store(batch, encoder, store, batch_size):
-            report.outcomes.append(outcome)
-            done += 1
-            bar.update(1)
-            elapsed = time.perf_counter() - t0
-            bar.set_postfix_str(f"{report.tokens / max(elapsed, 1e-9):,.0f} tok/s", refresh=False)
+    def record(outcome: FileOutcome) -> None:
+        nonlocal done
+        report.outcomes.append(outcome)
+        done += 1
+        bar.update(1)
 
+    prepared = (duplicates.get(i) or prepare_file(f, complete, known) for i, f in enumerate(files))
     try:
-        for f in files:
-            if f.doc_id in seen:
-                report.outcomes.append(FileOutcome(
-                    f.doc_id, str(f.path), "skipped",
-                    f"document id {f.doc_id!r} is already used by {seen[f.doc_id]}; index these folders separately",
-                ))
-                done += 1
-                bar.update(1)
+        for item in in_groups(prepared, group_chars):
+            if isinstance(item, FileOutcome):
+                if item.status == "unchanged" and item.doc_id in dirty:
+                    store.clean_document(item.doc_id)  # an earlier run stopped after the commit, before cleaning
+                record(item)
                 continue
-            seen[f.doc_id] = f.path
-            try:
-                text = read_document(f.path)
-            except BadFileError as exc:
-                report.outcomes.append(FileOutcome(f.doc_id, str(f.path), "skipped", exc.reason))
-                done += 1
-                bar.update(1)
-                continue
-            doc_hash = content_hash(text)
-            if complete.get(f.doc_id) == doc_hash:
-                if f.doc_id in dirty:  # an earlier run stopped after the commit, before cleaning up
-                    store.clean_document(f.doc_id)
-                report.outcomes.append(FileOutcome(f.doc_id, str(f.path), "unchanged"))
-                done += 1
-                bar.update(1)
-                continue
-            pending.append(_Pending(f, text, doc_hash, f.doc_id in known))
-            pending_chars += len(text)
-            if pending_chars >= group_chars or len(pending) >= GROUP_DOCS:
-                flush()
-        flush()
+            if _is_factory(encoder):  # a loader: the first file that needs encoding loads the model
+                encoder = encoder()
+            for _, outcome in encode_and_store(item, encoder, store, batch_size):
+                record(outcome)
+                elapsed = time.perf_counter() - t0
+                bar.set_postfix_str(f"{report.tokens / max(elapsed, 1e-9):,.0f} tok/s", refresh=False)
     except KeyboardInterrupt:
         report.interrupted = True
         report.not_reached = len(files) - done
@@ -180,36 +239,46 @@ def index_files(
     return report
 
 
-def _encode_and_store(
-    batch: list[_Pending], encoder: Any, store: Any, batch_size: int
-) -> Iterable[tuple[_Pending, FileOutcome]]:
-    """Encode a group together; if that fails, retry one by one so one bad file costs only itself."""
+def _is_factory(encoder: Any) -> bool:
+    """Whether ``encoder`` is a loader to call rather than an encoder."""
+    return callable(encoder) and not hasattr(encoder, "encode_documents")
+
+
+def encode_and_store(
+    batch: Sequence[PendingDocument], encoder: Any, store: Any, batch_size: int = 16
+) -> Iterator[tuple[PendingDocument, FileOutcome]]:
+    """Encode a group together and store each document through the store's manifest protocol.
+
+    If the group fails, retry one by one so one bad file costs only itself; a document the
+    encoder fails on is a ``skipped`` outcome and the run goes on. A failure of the store
+    itself (:class:`~landmark_rag.store.StoreError`) propagates: it is not the document's
+    fault, the document keeps its previous version, and the caller stops the run.
+    """
     if not batch:
         return
     try:
-        encoded = encoder.encode_documents(
-            [p.text for p in batch], doc_ids=[p.file.doc_id for p in batch], batch_size=batch_size
-        )
+        encoded = encoder.encode_documents([p.text for p in batch], doc_ids=[p.doc_id for p in batch],
+                                           batch_size=batch_size)
     except Exception:  # noqa: BLE001 - isolate the failing file below
         encoded = None
     for i, item in enumerate(batch):
         try:
-            doc = encoded[i] if encoded is not None else encoder.encode_document(item.text, item.file.doc_id)
+            doc = encoded[i] if encoded is not None else encoder.encode_document(item.text, item.doc_id)
             if len(doc) == 0:
                 raise BadFileError("no sentences found")
-            n = store.add_document(doc, metadata=document_metadata(item.file), doc_hash=item.doc_hash)
+            n = store.add_document(doc, metadata=item.metadata, doc_hash=item.doc_hash)
         except BadFileError as exc:
-            yield item, FileOutcome(item.file.doc_id, str(item.file.path), "skipped", exc.reason)
+            yield item, FileOutcome(item.doc_id, item.source, "skipped", exc.reason)
             continue
         except StoreError:
             raise  # the store failed, not this file: stop (the previous version stays visible)
         except Exception as exc:  # noqa: BLE001 - reported, the run goes on
             yield item, FileOutcome(
-                item.file.doc_id, str(item.file.path), "skipped", f"failed to encode: {type(exc).__name__}: {exc}"
+                item.doc_id, item.source, "skipped", f"failed to encode: {type(exc).__name__}: {exc}"
             )
             continue
         yield item, FileOutcome(
-            item.file.doc_id, str(item.file.path), "updated" if item.existed else "indexed",
+            item.doc_id, item.source, "updated" if item.existed else "indexed",
             sentences=n, tokens=count_tokens(encoder, item.text),
         )
 

@@ -37,7 +37,8 @@ class LandmarkEmbeddings(BaseModel, Embeddings):
       ``sentence`` pooling, whose inputs are single sentences, else 16 windows; measured
       about 2x faster than 16 for single sentences on CPU); ``query_batch_size`` for queries.
     - ``model_kwargs``: overrides of ``LandmarkConfig`` (e.g. ``{"pooling": "landmark"}``).
-    - ``show_progress``: progress bars while encoding.
+    - ``show_progress``: progress bars while encoding documents (``None``, the default: only
+      once a call has run a few seconds; ``True`` always; ``False`` never).
 
     The model loads on first use and is shared by instances with the same settings.
     """
@@ -50,7 +51,7 @@ class LandmarkEmbeddings(BaseModel, Embeddings):
     batch_size: int | None = Field(default=None, ge=1)
     query_batch_size: int = Field(default=64, ge=1)
     model_kwargs: dict[str, Any] = Field(default_factory=dict)
-    show_progress: bool = False
+    show_progress: bool | None = None
 
     _encoder: LandmarkEncoder | None = PrivateAttr(default=None)
 

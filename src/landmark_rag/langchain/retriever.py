@@ -35,6 +35,7 @@ from landmark_rag.langchain.collection import CollectionAdapter
 from landmark_rag.langchain.convert import passage_document
 from landmark_rag.langchain.embeddings import LandmarkEmbeddings
 from landmark_rag.langchain.ids import resolve_doc_ids
+from landmark_rag.retrieve.fusion import FusionConfig
 from landmark_rag.store import DEFAULT_COLLECTION, ChromaSentenceStore
 
 #: Keyword arguments ``BaseRetriever.invoke`` may forward that are not search options.
@@ -58,7 +59,12 @@ class LandmarkRetriever(CollectionAdapter, BaseRetriever):
       predecessors, the paper's default), ``surround`` or ``adaptive``; e.g.
       ``strategy_params={"k": 2}`` for Front-2. ``None`` (default): the expansion the
       model's ``landmark_config.json`` names (``surround`` for the shipped model).
-    - ``where``: a Chroma metadata filter applied to the sentence search.
+    - ``mode``: ``hybrid`` (landmark vectors fused with BM25 over the same sentences),
+      ``dense`` or ``lexical``; ``None`` (default): what the model's ``landmark_config.json``
+      names (``hybrid`` for the shipped model). Also ``invoke(query, mode=...)``.
+    - ``fusion``: overrides of the model's fusion settings, e.g. ``{"method": "rrf",
+      "weight": 0.5, "language": "de"}`` (see ``landmark_rag.retrieve.fusion.FusionConfig``).
+    - ``where``: a Chroma metadata filter applied to the sentence search (both halves).
     - ``order``: ``score`` (best first) or ``document`` (reading order).
     - ``skip_unchanged``: re-adding a document whose text and metadata are unchanged does
       not re-encode it.
@@ -73,16 +79,23 @@ class LandmarkRetriever(CollectionAdapter, BaseRetriever):
     k: int = Field(default=4, ge=1)
     strategy: Literal["front", "surround", "adaptive"] | None = None
     strategy_params: dict[str, int | float] = Field(default_factory=dict)
+    mode: Literal["hybrid", "dense", "lexical"] | None = None
+    fusion: dict[str, Any] = Field(default_factory=dict)
     where: dict[str, Any] | None = None
     order: Literal["score", "document"] = "score"
     skip_unchanged: bool = True
-    show_progress: bool = False
+    show_progress: bool | None = None  # None: a bar once an ingest has run a few seconds
 
     _store: ChromaSentenceStore | None = PrivateAttr(default=None)
     _index: LandmarkIndex | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
+        FusionConfig.from_dict(self._fusion_overrides())  # fail at construction on bad settings
         self._open_collection(create=True)
+
+    def _fusion_overrides(self) -> dict[str, Any]:
+        """The model's fusion settings this retriever overrides (``fusion``, then ``mode``)."""
+        return {**self.fusion, **({"mode": self.mode} if self.mode else {})}
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -120,7 +133,8 @@ class LandmarkRetriever(CollectionAdapter, BaseRetriever):
         if self._index is None:
             embeddings = self._embeddings()
             self._index = LandmarkIndex(
-                self.store, embeddings.encoder, strategy=self.strategy, strategy_params=self.strategy_params
+                self.store, embeddings.encoder, strategy=self.strategy, strategy_params=self.strategy_params,
+                fusion=self._fusion_overrides() or None,
             )
         return self._index
 
@@ -186,11 +200,16 @@ class LandmarkRetriever(CollectionAdapter, BaseRetriever):
         where: dict[str, Any] | None = None,
         filter: dict[str, Any] | None = None,  # LangChain's name for a metadata filter
         strategy: str | Strategy | None = None,
+        mode: str | None = None,
         **kwargs: Any,
     ) -> list[Document]:
         unknown = set(kwargs) - _IGNORED_KWARGS
         if unknown:
-            raise TypeError(f"unexpected retriever options {sorted(unknown)}; known: k, where (or filter), strategy")
+            raise TypeError(
+                f"unexpected retriever options {sorted(unknown)}; known: k, where (or filter), strategy, mode"
+            )
         k = self.k if k is None else int(k)
-        passages = self.index.search(query, k, strategy=strategy, where=where or filter or self.where, order=self.order)
+        passages = self.index.search(
+            query, k, strategy=strategy, where=where or filter or self.where, order=self.order, mode=mode  # type: ignore[arg-type]
+        )
         return [passage_document(p) for p in passages]

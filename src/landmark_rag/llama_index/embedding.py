@@ -63,7 +63,10 @@ class LandmarkEmbedding(BaseEmbedding):
     encoder_kwargs: dict[str, Any] = Field(
         default_factory=dict, description="LandmarkConfig overrides passed to LandmarkEncoder.from_pretrained."
     )
-    show_progress: bool = Field(default=False, description="Show a progress bar while encoding documents.")
+    show_progress: bool | None = Field(
+        default=None,
+        description="Progress bar while encoding documents: True always, False never, None once it runs a few seconds.",
+    )
 
     _encoder: LandmarkEncoder | None = PrivateAttr(default=None)
     _load_lock: Any = PrivateAttr(default_factory=threading.Lock)

@@ -38,11 +38,19 @@ class LandmarkNodeParser(NodeParser):
     ``segmenter`` is any callable from text to ``(start, end)`` spans (default sentencex).
     ``max_sentence_tokens`` with ``tokenizer`` cuts over-long sentences into pieces that fit
     the encoder's window; :meth:`for_embedding` sets both from a ``LandmarkEmbedding`` so
-    the nodes are exactly the sentences the encoder itself would use.
+    the nodes are exactly the sentences the encoder itself would use. Given neither, the
+    parser still cuts the way the encoder would whenever it can know the encoder: when
+    ``Settings.embed_model`` is a ``LandmarkEmbedding`` at parse time (``cut_long_sentences``,
+    on by default). Otherwise an over-long sentence stays one node, and the encoder, which
+    must fit it into its window, sees less of it than the CLI or LangChain would store.
     """
 
     max_sentence_tokens: int | None = Field(
         default=None, description="Cut sentences longer than this many tokens (needs a tokenizer)."
+    )
+    cut_long_sentences: bool = Field(
+        default=True,
+        description="Without a tokenizer, cut like Settings.embed_model's encoder when that is a LandmarkEmbedding.",
     )
     segmenter_name: str = Field(
         default="sentencex", description="Name of the segmenter (part of the ingestion cache key)."
@@ -89,13 +97,30 @@ class LandmarkNodeParser(NodeParser):
         if self._segmenter is None and self.segmenter_name != "sentencex":
             # e.g. a lambda segmenter lost when the parser was pickled for a worker process
             raise RuntimeError(f"the custom segmenter {self.segmenter_name!r} is not available in this process")
+        tokenizer, max_tokens = self._cut_limits()
         return segment_sentences(
             text,
             segmenter=self._segmenter,
             doc_id=doc_id,
-            max_tokens=self.max_sentence_tokens,
-            tokenizer=self._tokenizer,
+            max_tokens=max_tokens,
+            tokenizer=tokenizer,
         )
+
+    def _cut_limits(self) -> tuple[Any, int | None]:
+        """The tokenizer and sentence limit to cut with: the ones given, else the encoder's of
+        a ``LandmarkEmbedding`` in ``Settings`` (read without resolving LlamaIndex's default
+        model, which would try OpenAI), else none (no cutting)."""
+        if self._tokenizer is not None or not self.cut_long_sentences:
+            return self._tokenizer, self.max_sentence_tokens
+        from llama_index.core import Settings
+
+        from landmark_rag.llama_index.embedding import LandmarkEmbedding
+
+        embed = getattr(Settings, "_embed_model", None)
+        if isinstance(embed, LandmarkEmbedding):
+            encoder = embed.encoder
+            return encoder.tokenizer, encoder.max_sentence_tokens
+        return None, None
 
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
         out: list[BaseNode] = []

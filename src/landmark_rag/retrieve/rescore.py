@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from landmark_rag.expand import SentenceSource
+from landmark_rag.expand import SentenceSource, read_sentences
 from landmark_rag.types import Hit, Passage
 
 Scored = TypeVar("Scored", Hit, Passage)
@@ -39,11 +39,12 @@ def cosine_rescore(items: Sequence[Scored], source: SentenceSource, query_vector
     for item in items:
         doc_id, indices = _sentences_of(item)
         wanted[doc_id].update(indices)
-    vectors = {doc_id: source.get_embeddings(doc_id, sorted(idx)) for doc_id, idx in wanted.items()}
+    _, vectors = read_sentences(source, wanted, embeddings=True)
     out: list[Scored] = []
     for item in items:
         doc_id, indices = _sentences_of(item)
-        scores = [float(vectors[doc_id][i] @ query) for i in indices if i in vectors[doc_id]]
+        doc_vecs = vectors.get(doc_id, {})
+        scores = [float(doc_vecs[i] @ query) for i in indices if i in doc_vecs]
         out.append(replace(item, score=max(scores)) if scores else replace(item))
     return out
 

@@ -34,7 +34,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -51,8 +51,10 @@ from landmark_rag.store.schema import (
     STATE,
     VERSION,
     flat_metadata,
+    parse_sentence_key,
     sentence_from_metadata,
     sentence_id,
+    sentence_key,
     sentence_metadata,
 )
 from landmark_rag.types import EncodedDocument, Hit, Sentence
@@ -62,6 +64,7 @@ DEFAULT_COLLECTION = "landmark"
 #: ``db`` value for a store that lives in memory only (tests, notebooks, one-off runs).
 MEMORY = ":memory:"
 IDENTITY_PREFIX = "landmark_rag:"
+GENERATION_KEY = IDENTITY_PREFIX + "generation"
 _WRITING, _COMPLETE = "writing", "complete"
 #: Identity fields compared only when the store has them recorded (added after stores existed).
 OPTIONAL_IDENTITY = ("weights_fingerprint",)
@@ -332,8 +335,34 @@ class ChromaSentenceStore:
             self._delete_ids(ids)
             if self.manifest is not None:
                 self.manifest.delete(ids=[doc_id])
+                self._bump()
         self._own_write_done()
         return len(ids)
+
+    def generation(self) -> str | None:
+        """A token that changes whenever a document is completed or deleted (``None``: never).
+
+        Read fresh from the server on every call (about a millisecond), so derived indexes
+        (the lexical index of ``store/lexical.py``) can tell cheaply whether any writer -
+        this process, another one, a Ray worker - changed the store since they last looked.
+        """
+        self._fresh()
+        if self.manifest is None:
+            return None
+        try:
+            fresh = self.manifest._client.get_collection(self.manifest.name, tenant=self.manifest.tenant,
+                                                        database=self.manifest.database)
+            md = fresh.metadata
+        except Exception:  # an old server or a wrapper without these attributes
+            md = self.manifest.metadata
+        value = (md or {}).get(GENERATION_KEY)
+        return None if value is None else str(value)
+
+    def _bump(self) -> None:
+        """Move :meth:`generation` on: after a commit (step 3) and after a delete."""
+        md = {k: v for k, v in (self.manifest.metadata or {}).items() if not k.startswith("hnsw:")}
+        md[GENERATION_KEY] = uuid.uuid4().hex
+        self.manifest.modify(metadata=md)
 
     def clean_document(self, doc_id: str) -> int:
         """Delete the sentences of ``doc_id`` that belong to no committed version; returns how many.
@@ -411,6 +440,7 @@ class ChromaSentenceStore:
         for key in previous or {}:
             md.setdefault(key, None)
         self.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[md], documents=[text or ""])
+        self._bump()
 
     def _ids_of(self, doc_id: str) -> list[str]:
         return list(self.collection.get(where={DOC_ID: doc_id}, include=[])["ids"])
@@ -492,6 +522,80 @@ class ChromaSentenceStore:
             n = min(total, n * 2)
         return []
 
+    def query_ids(self, vector: np.ndarray, n: int, *, where: dict[str, Any] | None = None) -> list[tuple[str, float]]:
+        """Top-``n`` sentence keys ``doc_id:index`` with their cosine similarity, nothing else read.
+
+        The cheap first stage of a hybrid search (ids and distances only: a tenth of the cost
+        of reading 100 records' text and metadata); visibility is checked later, on the few
+        records :meth:`hits_by_ids` reads.
+        """
+        n = min(int(n), self.count_sentences())
+        if n <= 0:
+            return []
+        with _store_errors("searching"):
+            got = self.collection.query(
+                query_embeddings=[np.asarray(vector, dtype=np.float32)], n_results=n, where=where,
+                include=["distances"],
+            )
+        out: list[tuple[str, float]] = []
+        seen: set[str] = set()
+        for rid, dist in zip(got["ids"][0], got["distances"][0], strict=True):
+            key = sentence_key(rid)  # two versions of one sentence (mid-replace) are one candidate
+            if key not in seen:
+                seen.add(key)
+                out.append((key, self._similarity(float(dist))))
+        return out
+
+    def hits_by_ids(
+        self, ids: Sequence[str], scores: Sequence[float], *, where: dict[str, Any] | None = None
+    ) -> list[Hit]:
+        """The visible records of ``ids`` as hits scored ``scores``, in the given order.
+
+        ``ids`` are sentence keys ``doc_id:index`` (as :meth:`query_ids` and the lexical index
+        give them: the record of the version readers see is read) or, for records written
+        without that form (another tool), raw record ids. Records that are gone, fail
+        ``where`` or belong to a document being written are left out.
+        """
+        if not ids:
+            return []
+        found = self._records_by_keys(ids, ["documents", "metadatas"], where)
+        return [
+            Hit(sentence_from_metadata(found[k][1], found[k][2]), float(s), dict(found[k][2]))
+            for k, s in zip(ids, scores, strict=True)
+            if k in found
+        ]
+
+    def keys_matching(self, keys: Sequence[str], where: dict[str, Any]) -> set[str]:
+        """The sentence keys (see :meth:`hits_by_ids`) whose visible record passes ``where``."""
+        return set(self._records_by_keys(keys, ["metadatas"], where))
+
+    def _records_by_keys(
+        self, keys: Sequence[str], include: list[str], where: dict[str, Any] | None
+    ) -> dict[str, tuple[str, str, dict[str, Any]]]:
+        """``key -> (record id, text, metadata)`` of the visible records named by ``keys``."""
+        wanted: dict[str, set[int]] = {}
+        for key in keys:
+            addr = parse_sentence_key(key)
+            if addr is not None:
+                wanted.setdefault(addr[0], set()).add(addr[1])
+        out: dict[str, tuple[str, str, dict[str, Any]]] = {}
+        for (d, i), (rid, text, md, _) in self._read_addresses(wanted, include, False, where).items():
+            out[sentence_id(d, i)] = (rid, text, md)
+        rest = [k for k in dict.fromkeys(keys) if k not in out]
+        if rest:  # records of other tools, whose ids are not keys
+            with _store_errors("reading sentences"):
+                got = self.collection.get(ids=rest, where=where, include=include)
+            texts = got.get("documents") or [""] * len(got["ids"])
+            hits = [
+                Hit(sentence_from_metadata(t or "", md or {}), 0.0, dict(md or {}))
+                for t, md in zip(texts, got["metadatas"], strict=True)
+            ]
+            keep = {id(h) for h in self._visible(hits)}
+            for rid, t, h in zip(got["ids"], texts, hits, strict=True):
+                if id(h) in keep:
+                    out[rid] = (rid, t or "", h.metadata)
+        return out
+
     def _similarity(self, distance: float) -> float:
         """Cosine similarity from Chroma's distance, whatever space the collection uses.
 
@@ -513,6 +617,14 @@ class ChromaSentenceStore:
         self._fresh()
         return self._visible(list(hits))
 
+    def visible(self, hits: list[Hit]) -> list[Hit]:
+        """The hits whose document is completely stored in the version they come from.
+
+        Used for vector hits here and for lexical hits (``store/lexical.py``), so both halves
+        of a hybrid search hide a document that is being written.
+        """
+        return self.visible_hits(hits)
+
     def _visible(self, hits: list[Hit]) -> list[Hit]:
         if self.manifest is None:
             return hits
@@ -527,17 +639,66 @@ class ChromaSentenceStore:
         """Stored vectors of a document's sentences by index."""
         return {i: v for i, (_, v) in self._get(doc_id, indices, True).items() if v is not None}
 
-    def _get(self, doc_id: str, indices: Iterable[int], embeddings: bool) -> dict[int, tuple[Sentence, Any]]:
-        idx = sorted({int(i) for i in indices if int(i) >= 0})
-        if not idx:
-            return {}
+    def get_many(
+        self, requests: Mapping[str, Iterable[int]], *, embeddings: bool = False
+    ) -> dict[str, dict[int, tuple[Sentence, np.ndarray | None]]]:
+        """Sentences (and vectors) of several documents in **one** store call.
+
+        ``requests`` maps a document id to the sentence indices wanted; the answer maps it
+        to ``{index: (sentence, vector or None)}`` with missing indices simply absent. The
+        expansion of a query's hits reads all their neighbours through this, so a query
+        costs one read however many documents its hits fall in (docs/benchmarks.md,
+        "Query latency").
+        """
+        wanted = {str(d): {int(i) for i in idx if int(i) >= 0} for d, idx in requests.items()}
+        out: dict[str, dict[int, tuple[Sentence, np.ndarray | None]]] = {d: {} for d in wanted}
         include = ["documents", "metadatas"] + (["embeddings"] if embeddings else [])
-        where = {DOC_ID: doc_id} if len(idx) > 64 else {"$and": [{DOC_ID: doc_id}, {INDEX: {"$in": idx}}]}
-        wanted = set(idx)
-        return {
-            s.index: (s, v) for s, v in self._current_sentences(doc_id, where, include, embeddings)
-            if s.index in wanted
-        }
+        for (d, i), (_, text, md, vec) in self._read_addresses(wanted, include, embeddings).items():
+            out[d][i] = (sentence_from_metadata(text, md), vec)
+        return out
+
+    def _read_addresses(
+        self, wanted: Mapping[str, set[int]], include: list[str], embeddings: bool,
+        where: dict[str, Any] | None = None,
+    ) -> dict[tuple[str, int], tuple[str, str, dict[str, Any], Any]]:
+        """Visible records at ``(doc_id, index)`` addresses, all documents in **one** store call.
+
+        Record ids carry the write's version (``doc_id:index@VERSION``), so sentences are
+        found by their metadata; while a document is replaced both versions are stored and
+        the manifest (one small read) says which one readers see.
+        """
+        docs = sorted(d for d, idx in wanted.items() if idx)
+        if not docs:
+            return {}
+        self._fresh()
+        all_idx = sorted({i for d in docs for i in wanted[d]})
+        parts: list[dict[str, Any]] = [{DOC_ID: docs[0]} if len(docs) == 1 else {DOC_ID: {"$in": docs}}]
+        if len(all_idx) <= 256:
+            parts.append({INDEX: {"$in": all_idx}})
+        if where:
+            parts.append(where)
+        query = parts[0] if len(parts) == 1 else {"$and": parts}
+        with _store_errors("reading sentences"):
+            got = self.collection.get(where=query, include=include)
+        mds = [dict(md or {}) for md in got["metadatas"]]
+        versioned = {str(md.get(DOC_ID)) for md in mds if VERSION in md}
+        records = self._manifest_records(versioned) if versioned else {}
+        vecs = got.get("embeddings") if embeddings else None
+        out: dict[tuple[str, int], tuple[str, str, dict[str, Any], Any]] = {}
+        texts = got.get("documents") or [""] * len(got["ids"])
+        for j, (rid, text, md) in enumerate(zip(got["ids"], texts, mds, strict=True)):
+            d, i = str(md.get(DOC_ID)), int(md.get(INDEX, -1))
+            if i not in wanted.get(d, ()):
+                continue
+            rec = records.get(d)
+            if rec is not None and not _is_visible(md, rec):
+                continue
+            vec = np.asarray(vecs[j], dtype=np.float32) if vecs is not None else None
+            out[(d, i)] = (rid, text or "", md, vec)
+        return out
+
+    def _get(self, doc_id: str, indices: Iterable[int], embeddings: bool) -> dict[int, tuple[Sentence, Any]]:
+        return self.get_many({doc_id: indices}, embeddings=embeddings)[str(doc_id)]
 
     def document_sentences(self, doc_id: str) -> list[Sentence]:
         """All stored sentences of a document's visible version, in order."""

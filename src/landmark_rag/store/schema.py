@@ -42,6 +42,24 @@ def sentence_id(doc_id: str, index: int, version: str | None = None) -> str:
     return f"{doc_id}:{index}" if not version else f"{doc_id}:{index}@{version}"
 
 
+def sentence_key(record_id: str) -> str:
+    """A record id without its version: ``doc_id:index@version`` -> ``doc_id:index``.
+
+    The key names a sentence whatever write stored it (hybrid search fuses candidates on it);
+    ids of another form (records written by other tools) are returned unchanged.
+    """
+    head, sep, tail = record_id.rpartition(":")
+    index, at, _ = tail.partition("@")
+    return f"{head}:{index}" if sep and at and index.isdigit() else record_id
+
+
+def parse_sentence_key(key: str) -> tuple[str, int] | None:
+    """``(doc_id, index)`` from a key ``doc_id:index`` (or a versioned id); ``None`` for other ids."""
+    head, sep, tail = key.rpartition(":")
+    index = tail.partition("@")[0]
+    return (head, int(index)) if sep and head and index.isdigit() else None
+
+
 def flat_metadata(metadata: dict[str, Any] | None) -> dict[str, str | int | float | bool]:
     """Make user metadata store-safe: scalars kept, ``None`` dropped, the rest JSON text.
 

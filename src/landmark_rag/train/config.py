@@ -45,8 +45,9 @@ class TrainConfig:
     pooling: Literal["landmark", "mean"] = "mean"
     query_pooling: Literal["landmark", "mean"] = "mean"
     lmk_token: str | None = None  # None: the encoder's default ([SEP] / EOS)
-    new_lmk_token: bool = False  # add "[LMK]" as a new token (full fine-tuning only)
-    data: list[str] = field(default_factory=lambda: ["../shared/data/squad-v1.1-dev-part-a.json"])
+    new_lmk_token: bool = False  # add "[LMK]" as a new token (with LoRA its embedding row is trained and saved too)
+    lmk_init: str | None = None  # token whose embedding initialises a new [LMK] (None: the default landmark)
+    data: list[str] = field(default_factory=lambda: ["data/squad-v1.1-dev-part-a.json"])
     train_articles: str = "0:16"
     val_articles: str = "16:24"
     lora: bool = True
@@ -54,6 +55,17 @@ class TrainConfig:
     lora_alpha: int = 32
     lora_dropout: float = 0.0
     lora_targets: list[str] = field(default_factory=lambda: ["query", "key", "value", "dense"])
+    # start the LoRA weights from a trained adapter (a directory or a packaged model name,
+    # e.g. "landmark-minilm") instead of zero; the result is still one adapter over base_model
+    init_adapter: str | None = None
+    # distillation target: None = the frozen base model's embedding of each unit ALONE;
+    # a model (alias or directory) = that model's in-context vectors of the same window,
+    # pooled its own way (e.g. landmark-minilm's in-context mean: "initialise the landmark
+    # from the in-context mean")
+    distill_model: str | None = None
+    # the boundary expansion written into landmark_config.json (None: the base model's)
+    expansion: Literal["front", "surround", "adaptive"] | None = None
+    expansion_params: dict[str, Any] = field(default_factory=dict)
     temperature: float = 0.05
     alpha: float = 0.08
     span_context: int = 0
@@ -76,8 +88,8 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         self.stages = [s if isinstance(s, StageConfig) else StageConfig(**s) for s in self.stages]
-        if self.new_lmk_token and self.lora:
-            raise ValueError("new_lmk_token needs full fine-tuning (lora=false): the new embedding row must be saved")
+        if self.init_adapter and not self.lora:
+            raise ValueError("init_adapter starts LoRA weights; it needs lora=true")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:

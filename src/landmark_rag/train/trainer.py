@@ -70,7 +70,7 @@ class Trainer:
         self.train_articles = list(train_articles)
         self.val_articles = list(val_articles)
         if config.new_lmk_token:
-            encoder.add_landmark_token("[LMK]")
+            encoder.add_landmark_token("[LMK]", init_from=config.lmk_init)
         self.teacher = None
         if config.lora:
             from peft import LoraConfig, get_peft_model
@@ -81,10 +81,14 @@ class Trainer:
                 lora_dropout=config.lora_dropout,
                 target_modules=list(config.lora_targets),
                 bias="none",
+                # a new [LMK] is one new embedding row: train and save just that row
+                trainable_token_indices=[encoder.lmk_id] if config.new_lmk_token else None,
             )
             # get_peft_model injects the LoRA layers into encoder.model in place, so the
             # encoder (validation, encode_*) runs the adapted model without a copy.
             self.peft_model = get_peft_model(encoder.model, lora)
+            if config.init_adapter:
+                load_adapter_weights(self.peft_model, config.init_adapter, config)
             trainable: torch.nn.Module = self.peft_model
         else:
             self.peft_model = None
@@ -100,6 +104,13 @@ class Trainer:
         self.model, self.optimizer = self.accelerator.prepare(trainable, self.optimizer)
         self._forward = hf_forward(self.model)
         self._teacher_cache: dict[str, torch.Tensor] = {}
+        # in-context distillation target (config.distill_model): a frozen second encoder
+        self.context_teacher: LandmarkEncoder | None = None
+        if config.distill_model:
+            self.context_teacher = LandmarkEncoder.from_pretrained(
+                config.distill_model, device=self.device, max_length=encoder.max_length
+            )
+            self.context_teacher.model.eval().requires_grad_(False)
         self.history: list[dict[str, Any]] = []
         self.step = 0
 
@@ -136,6 +147,14 @@ class Trainer:
                 self._teacher_cache[u] = v.detach()
         return torch.stack([self._teacher_cache[u] for u in units])
 
+    def _context_teacher_vectors(self, batch: Batch) -> torch.Tensor:
+        """``distill_model``'s in-context vectors of every unit of the batch, each example
+        laid out as one document the way that model lays documents out at inference."""
+        t = self.context_teacher
+        assert t is not None
+        with torch.no_grad():
+            return torch.cat(document_vectors(t, hf_forward(t.model), batch, self.device))
+
     def batch_loss(self, batch: Batch, stage: StageConfig) -> dict[str, torch.Tensor]:
         enc = self.encoder
         per_doc = document_vectors(enc, self._forward, batch, self.device)
@@ -158,7 +177,10 @@ class Trainer:
             out["contrastive"] = c
             total = total + stage.contrastive_weight * c
         if stage.distill_weight:
-            teacher = self._teacher_vectors([u for ex in batch for u in ex.units])
+            if self.context_teacher is not None:
+                teacher = self._context_teacher_vectors(batch)
+            else:
+                teacher = self._teacher_vectors([u for ex in batch for u in ex.units])
             dl = distillation_loss(units, teacher)
             out["distill"] = dl
             total = total + stage.distill_weight * dl
@@ -234,15 +256,28 @@ class Trainer:
         cfg = self.config
         # A trained model must never share the base model's vector-store identity.
         config = replace(self.encoder.config, model_name=cfg.model_name or f"{cfg.base_model}+{directory.name}")
+        if cfg.expansion:
+            config = replace(config, expansion=cfg.expansion, expansion_params=dict(cfg.expansion_params))
         if self.peft_model is not None:
-            self.accelerator.unwrap_model(self.model).save_pretrained(directory, safe_serialization=True)
+            # a new [LMK] resizes the vocabulary, which makes peft save the whole embedding
+            # matrix (47 MB); the trained row is in the adapter's trainable-token weights
+            self.accelerator.unwrap_model(self.model).save_pretrained(
+                directory, safe_serialization=True, **({"save_embedding_layers": False} if cfg.new_lmk_token else {})
+            )
             replace(config, base_model=cfg.base_model).save(directory)
             # peft records the local path of the base weights; the portable name is base_model
             ac = directory / "adapter_config.json"
             data = json.loads(ac.read_text())
             data["base_model_name_or_path"] = cfg.base_model
+            # peft keeps the targets as a set: its order varies between processes
+            if isinstance(data.get("target_modules"), list):
+                data["target_modules"] = sorted(data["target_modules"])
             ac.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
             (directory / "README.md").unlink(missing_ok=True)  # peft's empty model-card template
+            if cfg.new_lmk_token:
+                # the loader sizes the embeddings from this tokenizer before the adapter
+                # (which holds the trained [LMK] row) is applied
+                self.encoder.tokenizer.save_pretrained(directory)
         else:
             model = self.accelerator.unwrap_model(self.model)
             model.save_pretrained(directory, safe_serialization=True)
@@ -251,6 +286,37 @@ class Trainer:
         cfg.save(directory / "train_config.json")
         (directory / "train_history.json").write_text(json.dumps(self.history, indent=1) + "\n")
         return directory
+
+
+def load_adapter_weights(peft_model: Any, adapter: str, config: TrainConfig) -> None:
+    """Start ``peft_model``'s LoRA weights from a saved adapter (directory or packaged name).
+
+    Why: a landmark can be taught on top of an adapter that already makes in-context
+    vectors retrieve well (e.g. landmark-minilm's), instead of from zero. The shapes must
+    match (same rank and target modules); rows of a new [LMK] token are not in it and keep
+    their initialisation.
+    """
+    from peft import get_peft_model_state_dict, set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    from landmark_rag.encode.loading import resolve
+
+    path = Path(resolve(adapter).path)
+    cfg = json.loads((path / "adapter_config.json").read_text())
+    if (cfg.get("r"), cfg.get("lora_alpha"), sorted(cfg.get("target_modules") or [])) != (
+        config.lora_r,
+        config.lora_alpha,
+        sorted(config.lora_targets),
+    ):
+        raise ValueError(f"init_adapter {adapter!r} has a different rank, alpha or targets than this run's LoRA")
+    loaded = load_file(str(path / "adapter_model.safetensors"))
+    # weights the saved adapter lacks (a new [LMK] row) keep their values
+    state = get_peft_model_state_dict(peft_model, save_embedding_layers=False)
+    unknown = sorted(set(loaded) - set(state))
+    if unknown:
+        raise ValueError(f"init_adapter {adapter!r} has weights this model lacks: {unknown[:3]}")
+    state.update(loaded)
+    set_peft_model_state_dict(peft_model, state)
 
 
 def replace_pooling(encoder: LandmarkEncoder) -> LandmarkEncoder:

@@ -6,6 +6,7 @@ from landmark_rag.evaluation.systems.base import DenseSystem, IndexStats, System
 from landmark_rag.evaluation.systems.bm25 import BM25System
 from landmark_rag.evaluation.systems.chunk200 import Chunk200System
 from landmark_rag.evaluation.systems.chunk256 import Chunk256System
+from landmark_rag.evaluation.systems.hybrid import HybridSystem
 from landmark_rag.evaluation.systems.landmark import LandmarkSystem
 from landmark_rag.evaluation.systems.late_chunking import LateChunkingSystem
 from landmark_rag.evaluation.systems.sentence import SentenceSystem
@@ -22,6 +23,7 @@ SYSTEMS: dict[str, type[System]] = {
         SentenceWindowSystem,
         LateChunkingSystem,
         BM25System,
+        HybridSystem,
     )
 }
 

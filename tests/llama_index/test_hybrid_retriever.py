@@ -1,0 +1,92 @@
+"""LandmarkHybridRetriever in a real LlamaIndex pipeline (ChromaVectorStore, real model)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("llama_index.core")
+pytest.importorskip("llama_index.vector_stores.chroma")
+
+import chromadb  # noqa: E402
+from llama_index.core import Document  # noqa: E402
+from llama_index.core.ingestion import IngestionPipeline  # noqa: E402
+from llama_index.core.llms import MockLLM  # noqa: E402
+from llama_index.core.query_engine import RetrieverQueryEngine  # noqa: E402
+from llama_index.core.schema import QueryBundle  # noqa: E402
+from llama_index.vector_stores.chroma import ChromaVectorStore  # noqa: E402
+
+from landmark_rag.llama_index import (  # noqa: E402
+    BoundaryExpansionPostprocessor,
+    LandmarkEmbedding,
+    LandmarkHybridRetriever,
+    LandmarkNodeParser,
+)
+from landmark_rag.store.lexical import LEXICAL_DIR  # noqa: E402
+
+PARAGRAPHS = 3
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory, squad_articles, minilm):
+    docs, questions = [], []
+    for a in squad_articles[:3]:
+        text = "\n\n".join(a.text.split("\n\n")[:PARAGRAPHS])
+        docs.append(Document(text=text, id_=a.title, metadata={"title": a.title}))
+        questions += [(a.title, q) for q in a.questions if q.answer_start + len(q.answer) <= len(text)][:3]
+    path = tmp_path_factory.mktemp("chroma")
+    collection = chromadb.PersistentClient(path=str(path)).get_or_create_collection("landmark")
+    vs = ChromaVectorStore(chroma_collection=collection)
+    embed = LandmarkEmbedding(encoder=minilm)
+    IngestionPipeline(transformations=[LandmarkNodeParser(), embed], vector_store=vs).run(documents=docs)
+    return path, vs, embed, docs, questions
+
+
+def test_hybrid_sentence_hits_feed_the_expansion_in_a_query_engine(setup):
+    path, vs, embed, docs, questions = setup
+    retriever = LandmarkHybridRetriever(vs, embed, similarity_top_k=6, mode="hybrid")
+    title, q = questions[0]
+    hits = retriever.retrieve(q.text)
+    assert len(hits) == 6
+    assert all(h.node.metadata["doc_id"] in {d.id_ for d in docs} for h in hits)
+    assert all("_dense_score" in h.node.metadata or "_lexical_score" in h.node.metadata for h in hits)
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+    assert (path / LEXICAL_DIR / "landmark" / "state.json").is_file()  # cached beside the store
+
+    pp = BoundaryExpansionPostprocessor(vector_store=vs, embed_model=embed, top_n=3)
+    engine = RetrieverQueryEngine.from_args(retriever, llm=MockLLM(), node_postprocessors=[pp])
+    response = engine.query(q.text)
+    by_id = {d.id_: d.text for d in docs}
+    assert 1 <= len(response.source_nodes) <= 3
+    for n in response.source_nodes:
+        md = n.node.metadata
+        assert by_id[md["doc_id"]][md["start"] : md["end"]] == n.node.text  # exact slices
+    prompt_view = response.source_nodes[0].node.get_content(metadata_mode="llm")
+    assert "lexical_score" not in prompt_view and "sentence_index" not in prompt_view
+
+
+def test_modes_and_async(setup):
+    _, vs, embed, docs, questions = setup
+    _, q = questions[1]
+    lexical = LandmarkHybridRetriever(vs, similarity_top_k=3, mode="lexical")  # no model needed
+    hit = lexical.retrieve("Which stadium, Levi's?")[0]
+    assert "levi's stadium" in hit.node.text.lower()
+    dense = LandmarkHybridRetriever(vs, embed, similarity_top_k=3, mode="dense")
+    bundle = QueryBundle(q.text)
+    assert [h.node.node_id for h in dense.retrieve(bundle)] == [
+        h.node.node_id for h in dense.retrieve(QueryBundle(q.text))
+    ]
+    assert bundle.embedding is not None  # handed on to the adaptive expansion
+    with pytest.raises(ValueError, match="embed_model"):
+        LandmarkHybridRetriever(vs, similarity_top_k=3, mode="hybrid")
+    with pytest.raises(ValueError, match="search mode"):
+        LandmarkHybridRetriever(vs, embed, mode="sparse")  # type: ignore[arg-type]
+
+
+async def test_async_retrieve_matches_sync(setup):
+    _, vs, embed, _, questions = setup
+    retriever = LandmarkHybridRetriever(vs, embed, similarity_top_k=4, mode="hybrid")
+    _, q = questions[2]
+    sync = [(h.node.node_id, round(h.score, 6)) for h in retriever.retrieve(q.text)]
+    got = [(h.node.node_id, round(h.score, 6)) for h in await retriever.aretrieve(q.text)]
+    assert got == sync

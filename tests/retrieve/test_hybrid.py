@@ -1,0 +1,291 @@
+"""Hybrid retrieval: analyzer, fusion, the store-keyed lexical index, fused search.
+
+Real Chroma PersistentClient stores; vectors are random unit vectors where only the lexical
+half or the plumbing is under test (the real model: tests/index/test_hybrid_index.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from landmark_rag.retrieve import FusionConfig, collect_passages, fuse, mode_hits, model_fusion
+from landmark_rag.retrieve.fusion import fuse_arrays
+from landmark_rag.segment import segment_sentences
+from landmark_rag.store import ChromaSentenceStore, sentence_id
+from landmark_rag.store.analyzer import language_name, make_analyzer
+from landmark_rag.store.lexical import LEXICAL_DIR, StoreLexicalIndex
+from landmark_rag.types import EncodedDocument
+
+DOC_A = "Cats purr when content. They sleep a lot. Kittens play with yarn. Old cats nap in the sun."
+DOC_B = "Rockets need fuel. Orbits are curved paths. Satellites circle the Earth. Launches are loud."
+DOC_C = "Bread needs flour. Ovens bake loaves. Yeast makes dough rise. Crusts turn brown."
+DOC_DE = "Die Häuser der Stadt wurden im Mittelalter gebaut. Der Fluss fließt durch das Tal. Brücken verbinden die Ufer."
+DOC_ZH = "东京是日本的首都。长城位于中国北方。熊猫喜欢吃竹子。"
+DOC_JA = "富士山は日本で一番高い山です。京都には多くの寺があります。"
+
+
+def encode(text: str, doc_id: str, seed: int = 0) -> EncodedDocument:
+    sents = segment_sentences(text, doc_id=doc_id)
+    rng = np.random.default_rng(seed)
+    vecs = rng.normal(size=(len(sents), 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    return EncodedDocument(text, sents, vecs, doc_id)
+
+
+@pytest.fixture()
+def store(tmp_path) -> ChromaSentenceStore:
+    return ChromaSentenceStore.open(tmp_path / "db", "unit", identity={"model_name": "m", "pooling": "landmark"})
+
+
+def texts(hits) -> list[str]:
+    return [h.sentence.text for h in hits]
+
+
+# ---------------------------------------------------------------------------- analyzer
+def test_english_analyzer_stems_and_drops_stop_words():
+    a = make_analyzer("en")
+    assert a("The Reactions of the kittens") == ["reaction", "kitten"]
+    assert a("ＡＢＣ１２") == ["abc12"]  # NFKC: full-width letters match ASCII
+    assert a("a I") == []  # one-letter words and stop words are not terms
+
+
+def test_other_languages_stem_with_their_own_rules():
+    assert make_analyzer("de")("Häuser") == make_analyzer("german")("Häusern")
+    assert make_analyzer("none")("The Reactions") == ["the", "reactions"]
+    with pytest.raises(ValueError, match="unknown language 'klingon'"):
+        make_analyzer("klingon")
+    assert language_name(None) == "english" and language_name("FR") == "french"
+
+
+def test_scripts_without_spaces_become_character_unigrams_and_bigrams():
+    terms = make_analyzer("zh")("东京大学 Tokyo")
+    assert {"东", "京", "东京", "京大", "大学", "tokyo"} <= set(terms)
+    assert "东京大学" not in terms
+    # the English analyzer handles CJK runs the same way (mixed-language corpora)
+    assert "大学" in make_analyzer("en")("东京大学")
+    assert {"富士", "士山"} <= set(make_analyzer("ja")("富士山"))
+
+
+# ---------------------------------------------------------------------------- fusion
+def test_rrf_and_linear_fusion_order():
+    dense = [("a", 0.9), ("b", 0.8), ("c", 0.1)]
+    lexical = [("b", 12.0), ("c", 3.0)]
+    rrf = fuse(dense, lexical, "rrf", 0.5, rrf_k=60)
+    assert [u for u, _ in rrf] == ["b", "c", "a"]  # ranked by both halves beats first in one
+    assert rrf[0][1] == pytest.approx(0.5 / 62 + 0.5 / 61)
+    # linear keeps score gaps: min-max over each list, 0 where a list lacks the unit
+    lin = dict(fuse(dense, [("c", 12.0), ("b", 3.0)], "linear", 0.5))
+    assert lin["a"] == pytest.approx(0.5) and lin["c"] == pytest.approx(0.5)
+    assert lin["b"] == pytest.approx(0.5 * 0.875)
+    assert [u for u, _ in fuse(dense, [("c", 12.0), ("b", 3.0)], "linear", 0.5)] == ["a", "c", "b"]  # tie: dense rank
+    # weight 1 is the dense ranking, weight 0 the lexical one (then dense-only units)
+    assert [u for u, _ in fuse(dense, lexical, "rrf", 1.0)] == ["a", "b", "c"]
+    assert [u for u, _ in fuse(dense, lexical, "linear", 0.0)][0] == "b"
+
+
+def test_fusion_settings_are_validated():
+    with pytest.raises(ValueError, match="fusion method"):
+        fuse([], [], "max")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="weight"):
+        FusionConfig(weight=1.5)
+    with pytest.raises(ValueError, match="unknown fusion setting"):
+        FusionConfig.from_dict({"mode": "hybrid", "wieght": 0.3})
+    with pytest.raises(ValueError, match="search mode"):
+        mode_hits("sparse", 3, store=None)
+
+
+def test_model_fusion_defaults_to_dense_and_reads_the_config():
+    from landmark_rag.encode import LandmarkConfig
+
+    assert model_fusion(None).mode == "dense"
+    cfg = LandmarkConfig(fusion={"mode": "hybrid", "method": "linear", "weight": 0.3})
+    got = model_fusion(cfg, language="de")
+    assert (got.mode, got.method, got.weight, got.language) == ("hybrid", "linear", 0.3, "de")
+    assert LandmarkConfig.from_dict(cfg.to_dict()).fusion == cfg.fusion  # round-trips through JSON
+
+
+def test_shipped_model_defaults_to_its_validated_hybrid_fusion():
+    from landmark_rag.encode import LandmarkConfig
+    from landmark_rag.models import DEFAULT_MODEL, packaged_model
+
+    fusion = model_fusion(LandmarkConfig.load(packaged_model(DEFAULT_MODEL)))
+    assert fusion.mode == "hybrid" and fusion.language == "english"  # chosen in benchmarks/hybrid_sweep.py
+
+
+def test_fuse_arrays_ranks_only_candidates():
+    dense = np.asarray([0.9, 0.1, 0.5, 0.2], dtype=np.float32)
+    lexical = np.asarray([0.0, 7.0, 0.0, 0.0], dtype=np.float32)
+    out = fuse_arrays(dense, lexical, FusionConfig(mode="hybrid", depth=2))
+    assert out[3] == -1.0  # in neither top-2
+    assert out[1] > -1.0 and out[0] > out[2]
+    assert np.argmax(out) in (0, 1)
+
+
+def test_bm25_scores_equal_bm25s():
+    """The vectorised matrix scores exactly as bm25s's Lucene BM25 (the eval's baseline)."""
+    import bm25s
+
+    from landmark_rag.store.lexical import BM25Index
+
+    analyze = make_analyzer("en")
+    corpus = [s.text for s in segment_sentences(DOC_A + " " + DOC_B + " " + DOC_C)] + ["", "cats cats cats purr"]
+    vocab: dict[str, int] = {"unused": 0}  # a vocabulary may hold terms no sentence has any more
+    rows = [[vocab.setdefault(t, len(vocab)) for t in analyze(text)] for text in corpus]
+    ours = BM25Index.from_terms([str(i) for i in range(len(corpus))], rows, vocab)
+    ref = bm25s.BM25()
+    ref.index([analyze(t) for t in corpus], show_progress=False)
+    for query in ("cats purr", "old cats cats", "rockets satellites earth", "zebra", "bread"):
+        terms = analyze(query)
+        expected = ref.get_scores(terms) if any(t in ref.vocab_dict for t in terms) else np.zeros(len(corpus))
+        np.testing.assert_allclose(ours.scores(terms), expected, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- lexical index
+def test_lexical_index_uses_the_stored_ids_and_follows_the_store(store):
+    a, b = encode(DOC_A, "a"), encode(DOC_B, "b")
+    store.add_document(a)
+    store.add_document(b)
+    lex = StoreLexicalIndex(store)
+    hits = lex.query("kitten with yarn", 3)
+    assert texts(hits)[0] == "Kittens play with yarn."
+    assert sentence_id(hits[0].sentence.doc_id, hits[0].sentence.index) == "a:2"
+    assert hits[0].sentence == a.sentences[2] and hits[0].score > 0
+    assert lex.query("zebra", 3) == []  # no shared term: no hit, not a random one
+    # re-ingest replaces in both halves; the index follows without being told
+    store.add_document(encode(DOC_A.replace("yarn", "string"), "a", 3))
+    assert lex.query("yarn", 3) == []
+    assert texts(lex.query("string", 3)) == ["Kittens play with string."]
+    store.delete_document("b")
+    assert lex.query("rockets fuel", 3) == []
+    assert len(lex) == 4
+
+
+def test_document_being_rewritten_keeps_its_previous_version(store):
+    store.add_document(encode(DOC_A, "a"))
+    lex = StoreLexicalIndex(store)
+    assert lex.query("yarn", 2)
+
+    # a crash in the middle of a rewrite: one sentence of the new version written, no commit
+    def crash(version: str) -> None:
+        store.collection.upsert(
+            ids=[sentence_id("a", 0, version)], embeddings=[[1.0] + [0.0] * 7],
+            metadatas=[{"doc_id": "a", "sentence_index": 0, "start": 0, "end": 9, "space_before": "",
+                        "doc_hash": "newhash", "doc_version": version}], documents=["Dogs bark"],
+        )
+        raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError):
+        store.write_document("a", crash, n_sentences=4, doc_hash="newhash")
+    assert lex.refresh() is not None
+    assert texts(lex.query("yarn", 2)) == ["Kittens play with yarn."]  # previous version still visible
+    assert lex.query("dogs bark", 2) == []  # the uncommitted sentence is not indexed
+    assert len(lex) == len(encode(DOC_A, "a").sentences)
+    store.add_document(encode(DOC_A.replace("yarn", "string"), "a"))  # the next run redoes it
+    assert lex.query("yarn", 2) == []
+    assert texts(lex.query("string", 2)) == ["Kittens play with string."]
+    assert store.count_sentences() == len(lex)  # the interrupted write was cleaned up
+
+
+def test_replacement_behind_the_protocol_is_caught_at_query_time(store):
+    """A writer that changes a document without bumping the manifest generation: the hit's
+    stored version differs from the indexed one, so the index re-reads before answering."""
+    store.add_document(encode(DOC_A, "a"))
+    lex = StoreLexicalIndex(store)
+    assert texts(lex.query("yarn", 1)) == ["Kittens play with yarn."]
+    got = store.collection.get(where={"doc_id": "a"}, include=["metadatas"])
+    by_index = {md["sentence_index"]: (rid, md) for rid, md in zip(got["ids"], got["metadatas"], strict=True)}
+    rid, md = by_index[2]
+    store.collection.upsert(ids=[rid], embeddings=[[0.0] * 7 + [1.0]],
+                            metadatas=[{**md, "doc_hash": "h2", "doc_version": "v2"}],
+                            documents=["Kittens play with strings."])
+    for i in (0, 1, 3):
+        store.collection.update(ids=[by_index[i][0]], metadatas=[{"doc_hash": "h2", "doc_version": "v2"}])
+    rec = store.manifest.get(ids=["a"], include=["metadatas"])["metadatas"][0]
+    store.manifest.update(ids=["a"], metadatas=[{**rec, "doc_hash": "h2", "doc_version": "v2"}])
+    assert lex.query("yarn", 1) == []
+    assert texts(lex.query("string", 1)) == ["Kittens play with strings."]
+
+
+def test_cache_persists_beside_the_store_and_rebuilds_when_broken(tmp_path, store):
+    store.add_document(encode(DOC_A, "a"))
+    StoreLexicalIndex(store).query("cats", 1)
+    cache = tmp_path / "db" / LEXICAL_DIR / "unit"
+    state = json.loads((cache / "state.json").read_text())
+    assert [d[0] for d in state["docs"]] == ["a"]
+    # another process writes through the store protocol; a fresh reader sees it
+    other = ChromaSentenceStore.open(tmp_path / "db", "unit")
+    other.add_document(encode(DOC_B, "b"))
+    assert texts(StoreLexicalIndex(store).query("satellites", 1)) == ["Satellites circle the Earth."]
+    (cache / "terms.npz").write_bytes(b"garbage")
+    assert texts(StoreLexicalIndex(store).query("kittens", 1)) == ["Kittens play with yarn."]
+    in_memory = StoreLexicalIndex(store, cache_dir=False)
+    assert in_memory.cache_dir is None and in_memory.query("orbits", 1)
+
+
+def test_language_setting_and_scripts_without_spaces(tmp_path):
+    store = ChromaSentenceStore.open(tmp_path / "db", "multi")
+    store.add_document(encode(DOC_DE, "de"))
+    store.add_document(encode(DOC_ZH, "zh", 1))
+    store.add_document(encode(DOC_JA, "ja", 2))
+    german = StoreLexicalIndex(store, language="de", cache_dir=False)
+    # "Haus" only matches "Häuser" through German stemming
+    assert texts(german.query("Haus", 1)) == ["Die Häuser der Stadt wurden im Mittelalter gebaut."]
+    assert texts(StoreLexicalIndex(store, language="en", cache_dir=False).query("Haus", 1)) == []
+    assert texts(german.query("熊猫吃什么", 1)) == ["熊猫喜欢吃竹子。"]
+    assert texts(german.query("长城在哪里", 1)) == ["长城位于中国北方。"]
+    assert texts(german.query("富士山の高さ", 1)) == ["富士山は日本で一番高い山です。"]
+
+
+def test_collection_without_manifest_is_indexed(tmp_path):
+    """Sentences written by LlamaIndex's ChromaVectorStore carry the schema but no manifest."""
+    import chromadb
+
+    client = chromadb.PersistentClient(path=str(tmp_path / "db"))
+    col = client.get_or_create_collection("plain", embedding_function=None)
+    doc = encode(DOC_B, "b")
+    from landmark_rag.store import sentence_metadata
+
+    col.add(
+        ids=[sentence_id("b", s.index) for s in doc.sentences], embeddings=doc.embeddings,
+        metadatas=[sentence_metadata(s) for s in doc.sentences], documents=[s.text for s in doc.sentences],
+    )
+    lex = StoreLexicalIndex(ChromaSentenceStore(col), cache_dir=False)
+    assert texts(lex.query("orbit", 1)) == ["Orbits are curved paths."]
+
+
+# ---------------------------------------------------------------------------- fused search
+def test_modes_through_the_same_expansion(store):
+    a, b = encode(DOC_A, "a", 1), encode(DOC_B, "b", 2)
+    store.add_document(a, metadata={"topic": "pets"})
+    store.add_document(b, metadata={"topic": "space"})
+    store.add_document(encode(DOC_C, "c", 3), metadata={"topic": "food"})
+    lex = StoreLexicalIndex(store)
+    fusion = FusionConfig(mode="hybrid", depth=4)
+    vec = b.embeddings[3]  # dense points at "Launches are loud."
+
+    def run(mode, k, where=None):
+        return collect_passages(
+            lambda n: mode_hits(mode, n, store=store, query_vector=vec, query_text="kittens yarn",
+                                lexical=lex, fusion=fusion, where=where),
+            store.count_sentences(), store, k, "surround", query_vector=vec,
+        )
+
+    dense, lexical, hybrid = run("dense", 1), run("lexical", 1), run("hybrid", 2)
+    assert dense[0].text == "Satellites circle the Earth. Launches are loud."
+    assert lexical[0].text == "They sleep a lot. Kittens play with yarn. Old cats nap in the sun."
+    assert {p.text for p in hybrid} == {dense[0].text, lexical[0].text}  # both halves' best
+    assert all(p.text == (DOC_A if p.doc_id == "a" else DOC_B)[p.start : p.end] for p in hybrid)
+    # exactly k: hybrid hits that merge (surround +/- 1 on 4-sentence documents leaves one
+    # passage per document) are topped up from lower hits, as for dense hits
+    assert len(run("hybrid", 3)) == 3 == len(run("dense", 3))
+    # the metadata filter applies to the lexical half too
+    assert {p.doc_id for p in run("hybrid", 3, where={"topic": "space"})} == {"b"}
+    assert run("lexical", 2, where={"topic": "space"}) == []
+    hits = mode_hits("hybrid", 8, store=store, query_vector=vec, query_text="kittens yarn", lexical=lex,
+                     fusion=fusion)
+    assert "_lexical_score" in hits[0].metadata or "_dense_score" in hits[0].metadata
+    with pytest.raises(ValueError, match="lexical index"):
+        mode_hits("hybrid", 2, store=store, query_vector=vec)

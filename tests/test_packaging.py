@@ -1,0 +1,66 @@
+"""The import paths framework users look for ship in the wheel, as namespace-safe packages.
+
+``llama_index`` and ``llama_index.embeddings`` (etc.) belong to llama-index-core and every
+other integration at once: a distribution that put an ``__init__.py`` there would shadow or
+overwrite theirs. Only the ``landmark`` leaves are ours.
+"""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
+LEAVES = {
+    "llama_index.embeddings.landmark": "landmark_rag.llama_index",
+    "llama_index.node_parser.landmark": "landmark_rag.llama_index",
+    "llama_index.postprocessor.landmark": "landmark_rag.llama_index",
+    "langchain_landmark": "landmark_rag.langchain",
+}
+NAMESPACES = ["llama_index", "llama_index/embeddings", "llama_index/node_parser", "llama_index/postprocessor"]
+
+
+def test_namespace_levels_have_no_init_and_leaves_reexport_the_adapters():
+    for ns in NAMESPACES:
+        assert (SRC / ns).is_dir() and not (SRC / ns / "__init__.py").exists(), ns
+    for leaf, adapters in LEAVES.items():
+        assert (SRC / leaf.replace(".", "/") / "__init__.py").is_file()
+        mod, origin = importlib.import_module(leaf), importlib.import_module(adapters)
+        assert mod.__all__
+        for name in mod.__all__:
+            assert getattr(mod, name) is getattr(origin, name), f"{leaf}.{name}"
+    packages = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert {"src/landmark_rag", "src/llama_index", "src/langchain_landmark"} <= set(packages["packages"])
+
+
+def test_core_llama_index_still_imports_next_to_ours():
+    pytest.importorskip("llama_index.core")
+    import llama_index
+    import llama_index.core
+
+    assert any(Path(p) == SRC / "llama_index" for p in llama_index.__path__)  # a namespace with our portion
+    assert Path(llama_index.core.__file__).parent.parent != SRC / "llama_index"  # core is still core's
+
+
+@pytest.mark.slow
+def test_built_wheel_holds_the_leaves_and_no_namespace_init(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path), str(REPO)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (wheel,) = tmp_path.glob("landmark_rag-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for leaf in LEAVES:
+        assert leaf.replace(".", "/") + "/__init__.py" in names
+    for ns in NAMESPACES:
+        assert f"{ns}/__init__.py" not in names
+    assert any(n.startswith("landmark_rag/samples/corpus/") for n in names)
+    assert not any(n.startswith("data/") for n in names)  # the 2.3 MB data file is for clones, not installs
