@@ -64,7 +64,8 @@ def main() -> None:
     # 1. IngestionPipeline -> ChromaVectorStore (ReplaceDocuments: re-ingesting replaces)
     vector_store = ChromaVectorStore(chroma_collection=client.get_or_create_collection("landmark_pipeline"))
     pipeline = IngestionPipeline(
-        transformations=[ReplaceDocuments(vector_store), splitter, embed], vector_store=vector_store
+        transformations=[splitter, embed, ReplaceDocuments(vector_store, embed_model=embed)],
+        vector_store=vector_store,
     )
     nodes = pipeline.run(documents=docs)
     pipeline.run(documents=docs)  # idempotent

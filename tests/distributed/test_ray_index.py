@@ -31,6 +31,7 @@ from landmark_rag.cli import _register, app  # noqa: E402
 from landmark_rag.distributed import RayConnectionError, StoreUnavailableError, ray_index  # noqa: E402
 from landmark_rag.ingest import discover_files, index_files  # noqa: E402
 from landmark_rag.store import ChromaSentenceStore, make_client  # noqa: E402
+from landmark_rag.store.schema import sentence_key  # noqa: E402
 
 _register()
 RUNNER = CliRunner()
@@ -114,8 +115,11 @@ def _contents(url: str, collection: str) -> dict[str, tuple[str, dict, np.ndarra
     store = ChromaSentenceStore.open(client=make_client(url), collection_name=collection, create=False)
     got = store.collection.get(include=["documents", "metadatas", "embeddings"])
     assert len(got["ids"]) == len(set(got["ids"])) == store.count_sentences()
-    return {i: (t, dict(m), np.asarray(v)) for i, t, m, v in
-            zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True)}
+    # keyed by (doc_id, index) without the write's version, which differs per write
+    out = {sentence_key(i): (t, {k: x for k, x in m.items() if k != "doc_version"}, np.asarray(v)) for i, t, m, v in
+           zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True)}
+    assert len(out) == len(got["ids"])  # one version per sentence after a finished run
+    return out
 
 
 def _outcomes(report) -> list[tuple]:
@@ -269,8 +273,9 @@ def test_dataset_into_local_folder(ray_session, chroma_url: str, corpus: Path, r
     store = ChromaSentenceStore.open(tmp_path / "db", create=False)
     got = store.collection.get(include=["documents", "metadatas", "embeddings"])
     ref = _contents(chroma_url, "single")
-    assert sorted(got["ids"]) == sorted(ref)
-    for sid, text, md, vec in zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True):
+    keys = [sentence_key(i) for i in got["ids"]]
+    assert sorted(keys) == sorted(ref)
+    for sid, text, md, vec in zip(keys, got["documents"], got["metadatas"], got["embeddings"], strict=True):
         assert text == ref[sid][0] and md["lang"] == "en" and md["start"] == ref[sid][1]["start"]
         np.testing.assert_allclose(vec, ref[sid][2], atol=1e-5)
     with pytest.raises(ValueError, match="doc_id must be unique"):

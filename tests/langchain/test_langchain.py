@@ -349,7 +349,7 @@ def test_langchain_chroma_reads_the_landmark_collection(squad: SquadCollection, 
     qv = np.array(embeddings.embed_query(q))
     for doc, score in hits:
         md = doc.metadata
-        assert doc.id == f"{md['doc_id']}:{md['sentence_index']}"
+        assert doc.id == f"{md['doc_id']}:{md['sentence_index']}@{md['doc_version']}"  # versioned record id
         assert sources[md["doc_id"]][md["start"] : md["end"]] == doc.page_content
         vec = retriever.store.get_embeddings(md["doc_id"], [md["sentence_index"]])[md["sentence_index"]]
         assert score == pytest.approx(float(vec @ qv), abs=1e-4)  # cosine space, stored vectors
@@ -483,7 +483,7 @@ def test_readding_replaces_and_unchanged_documents_are_skipped(tmp_path, tiny_en
     assert embeddings.encoded_ids == [first.id]
     assert [s.text for s in store.document_sentences(first.id)] == ["Only this sentence remains."]
     assert store.count_sentences() == sum(full.values()) - full[first.id] + 1
-    md = store.collection.get(ids=[f"{first.id}:0"], include=["metadatas"])["metadatas"][0]
+    md = store.sentence_records(first.id, [0])[0][2]
     assert md["edition"] == 2 and "title" not in md  # the old version's metadata is gone
     got = retriever.invoke("Only this sentence remains.", k=5, where={"doc_id": first.id})
     assert [d.page_content for d in got] == ["Only this sentence remains."]

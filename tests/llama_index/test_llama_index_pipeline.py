@@ -209,8 +209,10 @@ def test_settings_pattern(tmp_path, docs, embed):
 
 
 def _stored(collection, doc_id: str) -> list[tuple[str, str]]:
-    got = collection.get(where={"doc_id": doc_id}, include=["documents"])
-    return sorted(zip(got["ids"], got["documents"], strict=True), key=lambda p: int(p[0].rsplit(":", 1)[1]))
+    """Every stored record of a document (all versions) as (doc_id:index, text), in order."""
+    got = collection.get(where={"doc_id": doc_id}, include=["documents", "metadatas"])
+    pairs = [(md["sentence_index"], text) for text, md in zip(got["documents"], got["metadatas"], strict=True)]
+    return [(sentence_id(doc_id, i), text) for i, text in sorted(pairs)]
 
 
 def _expected(doc: Document) -> list[tuple[str, str]]:
@@ -220,7 +222,9 @@ def _expected(doc: Document) -> list[tuple[str, str]]:
 def test_reingest_plain_pattern_replaces_old_sentences(tmp_path, docs, embed):
     collection = chromadb.PersistentClient(path=str(tmp_path / "db")).get_or_create_collection("landmark")
     vs = ChromaVectorStore(chroma_collection=collection)
-    pipeline = IngestionPipeline(transformations=[ReplaceDocuments(vs), LandmarkNodeParser(), embed], vector_store=vs)
+    pipeline = IngestionPipeline(
+        transformations=[LandmarkNodeParser(), embed, ReplaceDocuments(vs, embed_model=embed)], vector_store=vs
+    )
     full = docs[0]
     pipeline.run(documents=[full, docs[1]])
     assert _stored(collection, full.id_) == _expected(full)
@@ -259,7 +263,9 @@ def test_reingest_with_docstore_upserts(tmp_path, docs, embed):
 async def test_async_pipeline_query_and_postprocess(tmp_path, articles, docs, embed):
     collection = chromadb.PersistentClient(path=str(tmp_path / "db")).get_or_create_collection("landmark")
     vs = ChromaVectorStore(chroma_collection=collection)
-    pipeline = IngestionPipeline(transformations=[ReplaceDocuments(vs), LandmarkNodeParser(), embed], vector_store=vs)
+    pipeline = IngestionPipeline(
+        transformations=[LandmarkNodeParser(), embed, ReplaceDocuments(vs, embed_model=embed)], vector_store=vs
+    )
     await pipeline.arun(documents=docs[:2])
     await pipeline.arun(documents=docs[:2])
     assert collection.count() == sum(len(segment_sentences(d.text)) for d in docs[:2])

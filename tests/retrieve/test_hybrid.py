@@ -163,36 +163,48 @@ def test_lexical_index_uses_the_stored_ids_and_follows_the_store(store):
     assert len(lex) == 4
 
 
-def test_document_being_written_is_invisible_and_repaired(store):
+def test_document_being_rewritten_keeps_its_previous_version(store):
     store.add_document(encode(DOC_A, "a"))
     lex = StoreLexicalIndex(store)
     assert lex.query("yarn", 2)
-    # a crash in the middle of a rewrite: manifest says writing, one sentence written
-    store._mark("a", "newhash", "writing", 4, {}, None)
-    store.collection.upsert(
-        ids=[sentence_id("a", 0)], embeddings=[[1.0] + [0.0] * 7],
-        metadatas=[{"doc_id": "a", "sentence_index": 0, "start": 0, "end": 9, "space_before": "",
-                    "doc_hash": "newhash"}], documents=["Dogs bark"],
-    )
-    assert lex.query("yarn", 2) == [] and lex.query("dogs bark", 2) == []
-    assert lex.refresh() and len(lex) == 0
-    store.add_document(encode(DOC_A, "a"))  # the next run redoes it
-    assert texts(lex.query("yarn", 2)) == ["Kittens play with yarn."]
+
+    # a crash in the middle of a rewrite: one sentence of the new version written, no commit
+    def crash(version: str) -> None:
+        store.collection.upsert(
+            ids=[sentence_id("a", 0, version)], embeddings=[[1.0] + [0.0] * 7],
+            metadatas=[{"doc_id": "a", "sentence_index": 0, "start": 0, "end": 9, "space_before": "",
+                        "doc_hash": "newhash", "doc_version": version}], documents=["Dogs bark"],
+        )
+        raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError):
+        store.write_document("a", crash, n_sentences=4, doc_hash="newhash")
+    assert lex.refresh() is not None
+    assert texts(lex.query("yarn", 2)) == ["Kittens play with yarn."]  # previous version still visible
+    assert lex.query("dogs bark", 2) == []  # the uncommitted sentence is not indexed
+    assert len(lex) == len(encode(DOC_A, "a").sentences)
+    store.add_document(encode(DOC_A.replace("yarn", "string"), "a"))  # the next run redoes it
+    assert lex.query("yarn", 2) == []
+    assert texts(lex.query("string", 2)) == ["Kittens play with string."]
+    assert store.count_sentences() == len(lex)  # the interrupted write was cleaned up
 
 
 def test_replacement_behind_the_protocol_is_caught_at_query_time(store):
     """A writer that changes a document without bumping the manifest generation: the hit's
-    stored hash differs from the indexed one, so the index re-reads before answering."""
+    stored version differs from the indexed one, so the index re-reads before answering."""
     store.add_document(encode(DOC_A, "a"))
     lex = StoreLexicalIndex(store)
     assert texts(lex.query("yarn", 1)) == ["Kittens play with yarn."]
-    md = dict(store.collection.get(ids=["a:2"], include=["metadatas"])["metadatas"][0], doc_hash="h2")
-    store.collection.upsert(ids=["a:2"], embeddings=[[0.0] * 7 + [1.0]], metadatas=[md],
+    got = store.collection.get(where={"doc_id": "a"}, include=["metadatas"])
+    by_index = {md["sentence_index"]: (rid, md) for rid, md in zip(got["ids"], got["metadatas"], strict=True)}
+    rid, md = by_index[2]
+    store.collection.upsert(ids=[rid], embeddings=[[0.0] * 7 + [1.0]],
+                            metadatas=[{**md, "doc_hash": "h2", "doc_version": "v2"}],
                             documents=["Kittens play with strings."])
     for i in (0, 1, 3):
-        store.collection.update(ids=[f"a:{i}"], metadatas=[{"doc_hash": "h2"}])
+        store.collection.update(ids=[by_index[i][0]], metadatas=[{"doc_hash": "h2", "doc_version": "v2"}])
     rec = store.manifest.get(ids=["a"], include=["metadatas"])["metadatas"][0]
-    store.manifest.update(ids=["a"], metadatas=[{**rec, "doc_hash": "h2"}])
+    store.manifest.update(ids=["a"], metadatas=[{**rec, "doc_hash": "h2", "doc_version": "v2"}])
     assert lex.query("yarn", 1) == []
     assert texts(lex.query("string", 1)) == ["Kittens play with strings."]
 

@@ -7,7 +7,7 @@ import pytest
 
 from landmark_rag.retrieve import search_passages
 from landmark_rag.segment import segment_sentences
-from landmark_rag.store import ChromaSentenceStore, StoreMismatchError, sentence_id
+from landmark_rag.store import ChromaSentenceStore, StoreError, StoreMismatchError
 from landmark_rag.types import EncodedDocument
 
 DOC_A = "Cats purr when content. They sleep a lot. Kittens play with yarn. Old cats nap in the sun."
@@ -53,19 +53,49 @@ def test_reingest_shrunk_document_leaves_nothing_stale(store):
     assert store.documents() == {}
 
 
-def test_interrupted_write_is_invisible_until_completed(store):
+class _FailingManifest:
+    """The real manifest collection whose ``upsert`` fails (the commit of a replacement)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, name):
+        if name == "upsert":
+            def fail(*args, **kwargs):
+                raise ConnectionError("injected: server went away")
+            return fail
+        return getattr(self.inner, name)
+
+
+def test_interrupted_replace_keeps_previous_version_until_completed(store):
     a = encode(DOC_A, "a")
     store.add_document(a)
+    old_hash = store.document_hash("a")
     new = encode(DOC_A.replace("yarn", "string"), "a", 9)
-    # simulate a crash after the manifest was marked and half of the sentences were written
-    store._mark("a", "newhash", "writing", 4, {}, None)
-    store.collection.upsert(ids=[sentence_id("a", 0)], embeddings=new.embeddings[:1],
-                            metadatas=[{"doc_id": "a", "sentence_index": 0, "start": 0, "end": 5,
-                                        "space_before": "", "doc_hash": "newhash"}], documents=["Cats "])
+    broken = ChromaSentenceStore(store.collection, _FailingManifest(store.manifest))
+    with pytest.raises(StoreError, match="ConnectionError: injected"):
+        broken.add_document(new)  # new sentences written, commit failed
+    assert store.count_sentences() == 8  # both versions stored, only the old one visible
+    assert [h.sentence for h in store.query(a.embeddings[2], 4)][0] == a.sentences[2]
+    assert len(store.query(a.embeddings[1], 10)) == 4
+    assert store.document_sentences("a") == a.sentences
+    assert store.get_sentences("a", [0, 1, 2, 3]) == dict(enumerate(a.sentences))
+    assert store.document_hash("a") == old_hash
+    assert store.add_document(new) == 4  # the next run finishes and cleans up
+    assert store.count_sentences() == 4
+    assert store.document_sentences("a") == new.sentences
+    assert store.documents()["a"].get("dirty") is None
+
+
+def test_interrupted_new_document_is_hidden_and_redone(store):
+    a = encode(DOC_A, "a")
+    broken = ChromaSentenceStore(store.collection, _FailingManifest(store.manifest))
+    with pytest.raises(StoreError):
+        broken.add_document(a)  # the announce (an upsert for a new document) fails
     assert store.query(a.embeddings[1], 4) == []
     assert store.document_hash("a") is None  # the next run must redo it
-    store.add_document(new)
-    assert len(store.query(new.embeddings[0], 4)) == 4
+    store.add_document(a)
+    assert len(store.query(a.embeddings[0], 4)) == 4 and store.count_sentences() == 4
 
 
 def test_identity_mismatch_is_refused(tmp_path, store):

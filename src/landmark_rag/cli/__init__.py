@@ -92,4 +92,27 @@ def _register() -> None:
 
 def main() -> None:
     _register()
-    app()
+    try:
+        app()
+    except Exception as exc:  # noqa: BLE001 - filtered below; anything else re-raises as before
+        _exit_on_store_failure(exc)
+        raise
+
+
+def _exit_on_store_failure(exc: BaseException) -> None:
+    """A store that fails mid-command (server stopped, connection lost) ends in one line, exit 1.
+
+    Commands report the failures they expect themselves; this catches the rest of the store
+    and network failures (e.g. a server that dies between two queries) instead of a traceback.
+    """
+    import sys
+
+    module = type(exc).__module__ or ""
+    from_store = type(exc).__name__ == "StoreError" or module.split(".")[0] in ("chromadb", "httpx", "httpcore")
+    if not (from_store or isinstance(exc, ConnectionError)):
+        return
+    from landmark_rag.render.terminal import sanitize
+
+    text = " ".join(str(exc).split())
+    sys.stderr.write(sanitize(f"error: the store failed: {type(exc).__name__}: {text}") + "\n")
+    raise SystemExit(1)

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
-from rich.console import Console
+
+from landmark_rag.render.terminal import TerminalConsole
 
 if TYPE_CHECKING:
     from landmark_rag.index import LandmarkIndex
@@ -31,8 +32,9 @@ DbOption = typer.Option(DEFAULT_DB, "--db", envvar="LANDMARK_RAG_DB", help=DB_HE
 CollectionOption = typer.Option(DEFAULT_COLLECTION, "--collection", help="Chroma collection name.")
 DeviceOption = typer.Option(None, "--device", help="cpu, cuda, mps (default: the best available).")
 
-console = Console(highlight=False, soft_wrap=True)  # passages are not re-wrapped: copy-paste stays exact
-err_console = Console(stderr=True, highlight=False)
+# Everything printed goes through render.terminal.sanitize (document text is untrusted).
+console = TerminalConsole(highlight=False, soft_wrap=True)  # passages are not re-wrapped: copy-paste stays exact
+err_console = TerminalConsole(stderr=True, highlight=False, soft_wrap=True)  # an error stays one line
 
 
 def fail(message: str, code: int = EXIT_NOT_FOUND) -> NoReturn:
@@ -89,6 +91,7 @@ def open_index(
     """
     from landmark_rag.encode import ModelNotFoundError
     from landmark_rag.index import LandmarkIndex
+    from landmark_rag.ingest.identity import ModelNotRecordedError
     from landmark_rag.store import StoreMismatchError
 
     if not create and not is_url(db) and not Path(db).expanduser().is_dir():
@@ -100,6 +103,8 @@ def open_index(
         )
     except LookupError:
         fail(f"the store at {db} has no collection {collection!r}: run `landmark-rag index` first")
+    except ModelNotRecordedError as exc:
+        fail(str(exc), 2)
     except StoreMismatchError as exc:
         fail(str(exc), EXIT_MISMATCH)
     except ModelNotFoundError as exc:

@@ -33,7 +33,7 @@ def demo_command(
 
     from landmark_rag.cli._common import open_index
     from landmark_rag.ingest import discover_files, index_files
-    from landmark_rag.render import hit_segments, passage_hits
+    from landmark_rag.render import hit_segments, passage_hits, sanitize
     from landmark_rag.samples import CORPUS_NOTE, corpus_dir, sample_questions
 
     tmp = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="landmark-demo-"))
@@ -59,13 +59,13 @@ def demo_command(
             for rank, (p, hs) in enumerate(zip(passages, hits, strict=True), start=1):
                 ok = q.answer in p.text
                 head = Text(f"  #{rank} ", style="bold blue")
-                head.append(f"{p.doc_id} [{p.start}:{p.end}] score {p.score:.3f}", style="dim")
+                head.append(f"{sanitize(p.doc_id)} [{p.start}:{p.end}] score {p.score:.3f}", style="dim")
                 if ok:
                     head.append(f"  contains {q.answer!r}", style="green")
                 console.print(head)
                 body = Text("     ")
                 for piece, is_hit in hit_segments(p, hs):
-                    body.append(piece, style="bold black on yellow" if is_hit else None)
+                    body.append(sanitize(piece), style="bold black on yellow" if is_hit else None)
                 console.print(body)
             top_ok = bool(passages) and q.answer in passages[0].text
             found_top += top_ok

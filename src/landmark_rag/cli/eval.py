@@ -92,7 +92,9 @@ def eval_command(
             expansions=_split(expansion),
         )
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        from landmark_rag.render.terminal import sanitize
+
+        typer.echo(f"error: {sanitize(str(exc))}", err=True)
         raise typer.Exit(2) from None
     if plot is not None:
         plot.parent.mkdir(parents=True, exist_ok=True)
@@ -101,11 +103,11 @@ def eval_command(
         sys.stdout.write(to_json(result) + "\n")
         sys.stdout.flush()
         return
-    from rich.console import Console
+    from landmark_rag.render.terminal import TerminalConsole
 
     # piped output gets a fixed, wide-enough width instead of rich's 80-column fallback
-    console = Console() if sys.stdout.isatty() else Console(width=120)
+    console = TerminalConsole() if sys.stdout.isatty() else TerminalConsole(width=120)
     for table in render_tables(result):
         console.print(table)
     if plot is not None:
-        Console(stderr=True).print(f"coverage plot: {plot}")
+        TerminalConsole(stderr=True).print(f"coverage plot: {plot}", markup=False)

@@ -49,18 +49,22 @@ def index_command(
     One vector per sentence, each computed in its document's context. Document ids are
     paths relative to the folder given (a file given directly: its name). Unchanged files
     are skipped; changed files replace their old sentences; binary, undecodable and empty
-    files are reported and skipped. An interrupted run hides the unfinished document from
-    queries; run the same command again to finish.
+    files are reported and skipped. A changed document stays visible in its previous
+    version until its new one is complete; an interrupted run (or a store that fails, exit
+    code 1) leaves every unfinished document in its previous version: run the same command
+    again to finish.
     """
     if ray is not None or workers is not None or gpus_per_worker:
         return _index_on_ray(paths, db, ray, workers, gpus_per_worker, model=model, glob=glob, batch_size=batch_size,
                              collection=collection, pooling=pooling, prune=prune, device=device, quiet=quiet)
     from landmark_rag.ingest import discover_files, index_files, prune_missing, recorded_model
+    from landmark_rag.store import StoreError
 
     db_dir = local_db_path(db)
+    unusable: list = []
     try:
-        files = discover_files(paths, glob=glob, exclude=[db_dir] if db_dir else [])
-    except FileNotFoundError as exc:
+        files = discover_files(paths, glob=glob, exclude=[db_dir] if db_dir else [], skipped=unusable)
+    except OSError as exc:  # missing path, link loop, FIFO given directly
         fail(str(exc))
     overrides = {"pooling": pooling} if pooling else None
     store = _existing_store(db, collection) if model is None and overrides is None else None
@@ -75,15 +79,24 @@ def index_command(
             return open_index(db, collection, device=device, create=True).encoder
     else:
         index = open_index(db, collection, model=model, device=device, overrides=overrides, create=True)
+        index.record_identity()  # a writer marks the collection with its model before writing
         encoder, store = index.encoder, index.store
         source, name = recorded_model(store)[0], index.encoder.model_name
     if not quiet:
         err_console.print(f"model {name} ({source}), {len(files)} files, store {db} [{collection}]", markup=False)
-    report = index_files(files, encoder, store, batch_size=batch_size, show_progress=not quiet)
-    if prune and not report.interrupted:
-        roots = {f.root for f in files} | {Path(p).expanduser().resolve() for p in paths if Path(p).is_dir()}
-        report.pruned = prune_missing(store, roots)
-    _finish(report, store)
+    try:
+        report = index_files(files, encoder, store, batch_size=batch_size, show_progress=not quiet, skipped=unusable)
+        if prune and not report.interrupted:
+            roots = {f.root for f in files} | {Path(p).expanduser().resolve() for p in paths if Path(p).is_dir()}
+            report.pruned = prune_missing(store, roots)
+        _finish(report, store)
+    except StoreError as exc:
+        done = getattr(exc, "report", None)
+        written = len(done.with_status("indexed", "updated")) if done is not None else 0
+        fail(
+            f"{exc}. {written} document(s) were written before the failure; every other document keeps its "
+            "previous version. Run the same command again when the store is reachable."
+        )
 
 
 def _finish(report, store) -> None:
@@ -91,8 +104,8 @@ def _finish(report, store) -> None:
     _summary(report, store.count_sentences(), len(store.documents()))
     if report.interrupted:
         err_console.print(
-            f"interrupted: {report.not_reached} file(s) not finished; unfinished documents are hidden from "
-            "queries. Run the same command again to complete the index.",
+            f"interrupted: {report.not_reached} file(s) not finished; unfinished documents keep their previous "
+            "version (new ones are not visible yet). Run the same command again to complete the index.",
             markup=False,
         )
         raise typer.Exit(EXIT_INTERRUPTED)
@@ -145,7 +158,7 @@ def _index_on_ray(paths, db, address, workers, gpus_per_worker, *, model, glob, 
         fail(f"--ray needs the ray extra: pip install 'landmark-rag[ray]' ({exc})")
     from landmark_rag.cli._common import EXIT_MISMATCH, make_client
     from landmark_rag.encode import ModelNotFoundError
-    from landmark_rag.store import ChromaSentenceStore, StoreMismatchError
+    from landmark_rag.store import ChromaSentenceStore, StoreError, StoreMismatchError
 
     if not quiet:
         err_console.print(f"ray {address or 'default'}, store {db} [{collection}]", markup=False)
@@ -157,6 +170,13 @@ def _index_on_ray(paths, db, address, workers, gpus_per_worker, *, model, glob, 
         )
     except StoreMismatchError as exc:
         fail(str(exc), EXIT_MISMATCH)
+    except StoreError as exc:
+        done = getattr(exc, "report", None)
+        written = len(done.with_status("indexed", "updated")) if done is not None else 0
+        fail(
+            f"{exc}. {written} document(s) were written before the failure; every other document keeps its "
+            "previous version. Run the same command again when the store is reachable."
+        )
     except (FileNotFoundError, ModelNotFoundError, RayConnectionError, StoreUnavailableError, ValueError) as exc:
         fail(str(exc))
     store = ChromaSentenceStore.open(collection_name=collection, client=make_client(db), create=False)

@@ -77,7 +77,9 @@ def query_command(
         payload: Any = rows[0] if question is not None else [
             {"question": q, "passages": row} for (q, *_), row in zip(results, rows, strict=True)
         ]
-        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=1) + "\n")
+        from landmark_rag.render import json_dumps
+
+        sys.stdout.write(json_dumps(payload, indent=1) + "\n")
         return
     for q, passages, hits in results:
         _print_passages(q, passages, hits, show_question=len(results) > 1)
@@ -126,7 +128,7 @@ def _passage_json(p, hits, rank: int) -> dict[str, Any]:
 def _print_passages(question: str, passages, hits, *, show_question: bool) -> None:
     from rich.text import Text
 
-    from landmark_rag.render import hit_segments, passage_source
+    from landmark_rag.render import hit_segments, passage_source, sanitize
 
     if show_question:
         console.print(Text(f"\n? {question}", style="bold"))
@@ -136,12 +138,12 @@ def _print_passages(question: str, passages, hits, *, show_question: bool) -> No
     for rank, (p, hs) in enumerate(zip(passages, hits, strict=True), start=1):
         head = Text()
         head.append(f"#{rank} ", style="bold blue")
-        head.append(passage_source(p), style="bold")
+        head.append(sanitize(passage_source(p)), style="bold")
         head.append(f"  chars {p.start}-{p.end}  sentences {p.first_index}-{p.last_index}  score {p.score:.3f}",
                     style="dim")
         body = Text()
         for piece, is_hit in hit_segments(p, hs):
-            body.append(piece, style="bold black on yellow" if is_hit else None)
+            body.append(sanitize(piece), style="bold black on yellow" if is_hit else None)
         console.print(head)
         console.print(body)
         console.print()

@@ -46,7 +46,7 @@ from landmark_rag.ingest import (
     recorded_dim,
 )
 from landmark_rag.ingest.identity import store_model
-from landmark_rag.store import DEFAULT_COLLECTION, ChromaSentenceStore, make_client
+from landmark_rag.store import DEFAULT_COLLECTION, ChromaSentenceStore, StoreError, make_client
 
 if TYPE_CHECKING:
     import ray.data
@@ -201,6 +201,18 @@ def ray_index(
     except KeyboardInterrupt:
         report.interrupted = True
         report.not_reached = (total - done) if total is not None else 0
+    except Exception as exc:
+        # a store failure (on the driver, or inside a worker, where Ray wraps it) stops the run
+        # like the core's does: every unfinished document keeps its previous version
+        cause = _store_failure(exc)
+        if cause is None:
+            raise
+        report.not_reached = (total - done) if total is not None else 0
+        error = cause if cause is exc else StoreError(str(cause))
+        error.report = report  # type: ignore[attr-defined]  # what was done before the store failed
+        if error is exc:
+            raise
+        raise error from exc
     finally:
         for key, value in saved.items():
             setattr(ctx, key, value)
@@ -296,6 +308,23 @@ def _write_on_driver(store: ChromaSentenceStore, payload: bytes, outcome: FileOu
     encoded, metadata, doc_hash = pickle.loads(payload)
     try:
         store.add_document(encoded, metadata=metadata, doc_hash=doc_hash)
+    except StoreError:
+        raise  # the store failed, not this document: the run stops (ray_index)
     except Exception as exc:  # noqa: BLE001 - reported like the core does, the run goes on
         return FileOutcome(outcome.doc_id, outcome.source, "skipped", f"failed to store: {type(exc).__name__}: {exc}")
     return outcome
+
+
+def _store_failure(exc: BaseException) -> StoreError | None:
+    """The :class:`StoreError` behind ``exc`` (itself, a cause, or what a Ray task error wraps)."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if not isinstance(e, BaseException) or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, StoreError):
+            return e
+        todo.extend([e.__cause__, e.__context__, getattr(e, "cause", None)])
+    return None

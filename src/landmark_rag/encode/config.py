@@ -68,6 +68,8 @@ class LandmarkConfig:
     expansion_params: dict[str, Any] = field(default_factory=dict)
     fusion: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Set when weights are loaded (``encode.fingerprint``); never saved with the config.
+    weights_fingerprint: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.pooling not in ("landmark", "mean", "sentence"):
@@ -94,6 +96,7 @@ class LandmarkConfig:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        data.pop("weights_fingerprint", None)
         extra = data.pop("extra")
         data.update(extra)
         return data
@@ -102,11 +105,18 @@ class LandmarkConfig:
         Path(directory, CONFIG_NAME).write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
 
     def identity(self) -> dict[str, Any]:
-        """The fields a vector store must match to mix vectors safely."""
-        return {
+        """The fields a vector store must match to mix vectors safely.
+
+        ``weights_fingerprint`` is included once weights are loaded; a store compares it only
+        when it has one recorded (stores written before it existed still open).
+        """
+        out: dict[str, Any] = {
             "model_name": self.model_name,
             "pooling": self.pooling,
             "query_pooling": self.query_pooling,
             "lmk_token": self.lmk_token,
             "query_instruction": self.query_instruction,
         }
+        if self.weights_fingerprint:
+            out["weights_fingerprint"] = self.weights_fingerprint
+        return out

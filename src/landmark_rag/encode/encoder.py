@@ -16,6 +16,7 @@ import torch
 from tqdm.auto import tqdm
 
 from landmark_rag.encode.config import LandmarkConfig
+from landmark_rag.encode.fingerprint import weights_fingerprint
 from landmark_rag.encode.layout import Job, document_jobs, query_jobs, standalone_jobs, tokenize_sentences
 from landmark_rag.encode.loading import load_hf, materialise_gguf, pick_device, pick_dtype
 from landmark_rag.encode.malloc import pin_mmap_threshold
@@ -106,6 +107,7 @@ class LandmarkEncoder:
             config = cls._default_config(source)
         config = replace(config, **{k: v for k, v in config_overrides.items() if k != "extra"})
         config.model_name = config.model_name or source.alias or os.fspath(model)
+        config.weights_fingerprint = weights_fingerprint([path, adapter_dir])
         tokenizer_path = adapter_dir if adapter_dir and Path(adapter_dir, "tokenizer_config.json").is_file() else path
         tokenizer, hf_model = load_hf(
             path, dtype=torch_dtype, trust_remote_code=trust_remote_code, attn_implementation=attn_implementation
@@ -122,7 +124,9 @@ class LandmarkEncoder:
             hf_model = quantize_model(hf_model, quantize, dev)
         encoder = cls(hf_model.to(dev), tokenizer, config, device=dev)
         if config.lmk_is_new and encoder.lmk_id == tokenizer.unk_token_id:
+            fingerprint = config.weights_fingerprint
             encoder.add_landmark_token(config.lmk_token)
+            encoder.config.weights_fingerprint = fingerprint  # a deterministic function of the files
         return encoder
 
     @staticmethod
@@ -157,6 +161,7 @@ class LandmarkEncoder:
                 emb[new_id] = emb[init_id]
         self.config.lmk_token = token
         self.config.lmk_is_new = True
+        self.config.weights_fingerprint = None  # the weights in memory no longer match any file
         self.lmk_id = self._token_id(token)
 
     def save_pretrained(self, directory: str | os.PathLike[str]) -> None:
@@ -165,6 +170,8 @@ class LandmarkEncoder:
         self.model.save_pretrained(directory, safe_serialization=True)
         self.tokenizer.save_pretrained(directory)
         replace(self.config, base_model=None).save(directory)
+        # these weights are now the files in ``directory``: the fingerprint a reload will compute
+        self.config.weights_fingerprint = weights_fingerprint([directory])
 
     # ------------------------------------------------------------------ properties
     @property

@@ -37,13 +37,13 @@ from landmark_rag.store import (
     flat_metadata,
     make_client,
 )
-from landmark_rag.store.schema import DOC_HASH
+from landmark_rag.store.schema import DOC_HASH, MANIFEST_KEYS
 from landmark_rag.types import EncodedDocument, Hit, Passage
 
 #: Documents encoded per encoder call in :meth:`LandmarkIndex.add_texts` (bounds memory).
 ADD_BATCH = 32
 #: Manifest fields the store keeps next to the user's metadata.
-_MANIFEST_KEYS = {DOC_HASH, "state", "n_sentences"}
+_MANIFEST_KEYS = set(MANIFEST_KEYS)
 #: Hex digits of the content hash used as the id of a text given without one.
 HASH_ID_LENGTH = 16
 
@@ -95,8 +95,9 @@ class LandmarkIndex:
         self._lexical_cache = lexical_cache
         self._lexical: Any = None
         self._identity_recorded = False
+        self._source: str | None = None  # the model source to record (set by open)
         if encoder is not None and _identity(store):
-            store.check_identity(encoder.config.identity())
+            store.check_identity(encoder.config.identity())  # a recorded identity: compare, never rewrite
             self._identity_recorded = True
 
     # ------------------------------------------------------------------ opening
@@ -120,9 +121,11 @@ class LandmarkIndex:
 
         The model: ``model`` when given, else the one the store records (set up as at
         indexing time), else the package default for a new store; a model that differs
-        from the store's is refused (``StoreMismatchError``). ``overrides`` change config
-        fields of a new store's model (e.g. ``{"pooling": "mean"}``). With
-        ``create=False`` a missing collection raises ``LookupError`` and nothing is written.
+        from the store's is refused (``StoreMismatchError``), and a store with sentences but
+        no recorded model needs ``model`` (``ModelNotRecordedError`` says so). ``overrides``
+        change config fields of a new store's model (e.g. ``{"pooling": "mean"}``). With
+        ``create=False`` a missing collection raises ``LookupError``. Opening never marks an
+        existing collection: the first write records the model (readers leave it as it is).
         """
         from landmark_rag.ingest.identity import encoder_for_store, record_model
 
@@ -134,17 +137,19 @@ class LandmarkIndex:
                 raise
             existing = None
         encoder, source = encoder_for_store(existing, model, device=device, overrides=overrides)
-        if create:
+        if existing is None:  # a new collection: created with its model recorded
             store = ChromaSentenceStore.open(
                 collection_name=collection, client=client, identity=encoder.config.identity(), create=True
             )
             record_model(store, source, encoder.dim)
         else:
             store = existing
-        return cls(
+        index = cls(
             store, encoder, strategy=strategy, strategy_params=strategy_params, fusion=fusion,
             lexical_cache=lexical_cache,
         )
+        index._source = source
+        return index
 
     # ------------------------------------------------------------------ parts
     @property
@@ -221,6 +226,11 @@ class LandmarkIndex:
         ]
         todo: dict[str, tuple[str, dict[str, Any]]] = {}
         for i, (doc_id, text) in enumerate(zip(doc_ids, texts, strict=True)):
+            if not text.strip():  # checked for all before anything is written
+                raise ValueError(
+                    f"document {i} (id {doc_id!r}) has no text: a document without sentences cannot be "
+                    "retrieved; drop empty documents before adding (nothing was written)"
+                )
             md = dict((metadatas[i] if metadatas is not None else None) or {})
             if doc_id in todo:
                 if todo[doc_id][0] != text:
@@ -229,7 +239,12 @@ class LandmarkIndex:
             todo[doc_id] = (text, md)
         self._record_identity()
         stored = self.store.documents() if skip_unchanged else {}
-        items = [(d, t, md) for d, (t, md) in todo.items() if not _unchanged(stored.get(d), t, md)]
+        items = []
+        for d, (t, md) in todo.items():
+            if not _unchanged(stored.get(d), t, md):
+                items.append((d, t, md))
+            elif stored[d].get("dirty"):  # an earlier write stopped after its commit: finish it
+                self.store.clean_document(d)
         if encode is None:
             encoder = self.encoder
             size = batch_size or (64 if encoder.config.pooling == "sentence" else 16)
@@ -265,11 +280,21 @@ class LandmarkIndex:
         """Remove documents and all their sentences; returns how many sentences went."""
         return sum(self.store.delete_document(str(doc_id)) for doc_id in doc_ids)
 
-    def _record_identity(self) -> None:
-        """Mark an unmarked store with the encoder's identity (refuse a different one)."""
+    def record_identity(self) -> None:
+        """Mark an unmarked store with this index's model (refuse a different one).
+
+        Every write does it first; a writer that stores through ``self.store`` directly
+        (``landmark-rag index``) calls it before writing.
+        """
         if not self._identity_recorded:
             self.store.check_identity(self.encoder.config.identity())
+            if self._source is not None:
+                from landmark_rag.ingest.identity import record_model
+
+                record_model(self.store, self._source, self.encoder.dim)
             self._identity_recorded = True
+
+    _record_identity = record_identity
 
     # ------------------------------------------------------------------ reading
     def search(
@@ -401,6 +426,9 @@ class LandmarkIndex:
         strategy needs ``query`` (text or vector).
         """
         vector = self.encode_query(query) if query is not None else None
+        visible = getattr(self.store, "visible_hits", None)
+        if callable(visible):  # hits read raw by a framework: drop versions readers must not see
+            hits = visible(hits)
         passages = expand_hits(
             hits,
             self.store,

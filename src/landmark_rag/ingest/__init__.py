@@ -2,8 +2,14 @@
 encode and store the rest. ``landmark-rag index`` is a thin shell around this."""
 
 from landmark_rag.ingest.decode import BadFileError, decode_bytes, read_document
-from landmark_rag.ingest.discover import SourceFile, discover_files
-from landmark_rag.ingest.identity import model_source, record_model, recorded_dim, recorded_model
+from landmark_rag.ingest.discover import SkippedPath, SourceFile, UnusablePathError, discover_files
+from landmark_rag.ingest.identity import (
+    ModelNotRecordedError,
+    model_source,
+    record_model,
+    recorded_dim,
+    recorded_model,
+)
 from landmark_rag.ingest.indexer import (
     FileOutcome,
     IndexReport,
@@ -23,8 +29,11 @@ __all__ = [
     "BadFileError",
     "FileOutcome",
     "IndexReport",
+    "ModelNotRecordedError",
     "PendingDocument",
+    "SkippedPath",
     "SourceFile",
+    "UnusablePathError",
     "decode_bytes",
     "discover_files",
     "document_metadata",

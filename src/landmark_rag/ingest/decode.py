@@ -50,6 +50,8 @@ def decode_bytes(data: bytes) -> str:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
         raise BadFileError(f"undecodable: not valid {exc.encoding.upper()} at byte {exc.start}") from None
+    if "\x00" in text:  # the sniff sees only the head; a NUL anywhere means binary (or UTF-16 without BOM)
+        raise BadFileError("binary file (contains NUL bytes)")
     if not text.strip():
         raise BadFileError("empty file (whitespace only)")
     return text

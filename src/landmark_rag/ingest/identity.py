@@ -84,9 +84,10 @@ def store_model(
 
     No ``model`` (and no ``overrides``) on a store that records one: the model it was built
     with, set up exactly as at indexing time (:data:`OVERRIDE_FIELDS` re-applied). Otherwise
-    the model asked for (``None``: the package default) with ``overrides``; the caller
-    checks it against the store's identity. Raises ``ModelNotFoundError`` when the recorded
-    model directory is gone.
+    the model asked for (``None``: the package default, for an empty or new store only)
+    with ``overrides``; the caller checks it against the store's identity. Raises
+    ``ModelNotFoundError`` when the recorded model directory is gone, and
+    :class:`ModelNotRecordedError` for a store with sentences but no recorded model.
     """
     if store is not None and model is None and not overrides:
         source, recorded = recorded_model(store)
@@ -96,7 +97,23 @@ def store_model(
             )
         if source:
             return source, recorded
+        if store.count_sentences() > 0:
+            raise ModelNotRecordedError(store.collection.name)
     return model_source(model, default_model()), dict(overrides or {})
+
+
+class ModelNotRecordedError(ValueError):
+    """A collection holds vectors but records no model: guessing one would give wrong answers."""
+
+    def __init__(self, collection: str) -> None:
+        super().__init__(
+            f"collection {collection!r} records no model (it was written by a tool that does not record "
+            "one, e.g. a LlamaIndex pipeline without ReplaceDocuments(vector_store, embed_model=...)); "
+            "name the model that wrote it: --model NAME on the command line, LandmarkIndex.open(..., "
+            "model=NAME), LandmarkRetriever(embeddings=LandmarkEmbeddings(model_name=NAME)) or "
+            "LandmarkEmbedding(NAME). Nothing was written."
+        )
+        self.collection = collection
 
 
 def encoder_for_store(

@@ -7,9 +7,13 @@ Kept free of any CLI or framework so it can be driven from Python as well as fro
   a changed one replaces all its old sentences (the store's replace-on-reingest);
 - a bad file (binary, undecodable, empty, unreadable, or one the encoder fails on) is
   reported in the result and never stops the run;
+- a failure of the *store* (server gone, disk full) is not the file's fault: it stops the
+  run with :class:`~landmark_rag.store.StoreError`; every document keeps its previous
+  version (or, if new, stays absent) and the next run carries on;
 - an interruption (Ctrl-C, a kill) never leaves a half-written document visible: the
-  store's manifest hides a document until all its sentences are written, and such a
-  document has no complete hash, so the next run simply indexes it again.
+  store's write protocol keeps a document's previous version visible until all the new
+  sentences are written, a new document stays hidden until complete, and the next run
+  redoes what was unfinished and cleans up what it left behind.
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ from typing import Any, Literal
 from tqdm.auto import tqdm
 
 from landmark_rag.ingest.decode import BadFileError, read_document
-from landmark_rag.ingest.discover import SourceFile
-from landmark_rag.store import content_hash
+from landmark_rag.ingest.discover import SkippedPath, SourceFile
+from landmark_rag.store import StoreError, content_hash
 
 Status = Literal["indexed", "updated", "unchanged", "skipped"]
 
@@ -101,9 +105,12 @@ def manifest_state(store: Any) -> tuple[dict[str, str | None], set[str]]:
     """Read the store's manifest once: content hash of every complete document, and every
     known id (complete or interrupted). Everything the skip rules need, so a run (or each of
     many workers) never asks the store per document."""
-    complete = {doc_id: md.get("doc_hash") for doc_id, md in store.documents().items()}
-    known = set(store.documents(include_incomplete=True))
-    return complete, known
+    return _state_of(store.documents(include_incomplete=True))
+
+
+def _state_of(records: dict[str, dict[str, Any]]) -> tuple[dict[str, str | None], set[str]]:
+    complete = {doc_id: md.get("doc_hash") for doc_id, md in records.items() if md.get("state") == "complete"}
+    return complete, set(records)
 
 
 def prepare_text(
@@ -175,6 +182,7 @@ def index_files(
     batch_size: int = 16,
     show_progress: bool = True,
     group_chars: int = GROUP_CHARS,
+    skipped: Sequence[SkippedPath] = (),
 ) -> IndexReport:
     """Index ``files`` into ``store`` with ``encoder`` (a ``LandmarkEncoder``).
 
@@ -185,9 +193,14 @@ def index_files(
     ``add_document``). ``batch_size`` counts encoder windows. Returns an
     :class:`IndexReport`; a ``KeyboardInterrupt`` ends the run early with
     ``report.interrupted`` set instead of propagating, so the caller can still summarise.
+    ``skipped``: paths discovery could not use (links to nowhere, FIFOs), reported as skipped.
+    A :class:`~landmark_rag.store.StoreError` propagates: the store, not a file, failed.
     """
     report = IndexReport()
-    complete, known = manifest_state(store)
+    report.outcomes.extend(FileOutcome(str(s.path), str(s.path), "skipped", s.reason) for s in skipped)
+    records = store.documents(include_incomplete=True)
+    complete, known = _state_of(records)
+    dirty = {doc_id for doc_id, md in records.items() if md.get("dirty")}
     duplicates = duplicate_ids(files)
     t0 = time.perf_counter()
     bar = tqdm(total=len(files), desc="indexing", unit="doc", disable=not show_progress, dynamic_ncols=True)
@@ -203,6 +216,8 @@ def index_files(
     try:
         for item in in_groups(prepared, group_chars):
             if isinstance(item, FileOutcome):
+                if item.status == "unchanged" and item.doc_id in dirty:
+                    store.clean_document(item.doc_id)  # an earlier run stopped after the commit, before cleaning
                 record(item)
                 continue
             if _is_factory(encoder):  # a loader: the first file that needs encoding loads the model
@@ -214,6 +229,10 @@ def index_files(
     except KeyboardInterrupt:
         report.interrupted = True
         report.not_reached = len(files) - done
+    except StoreError as exc:
+        report.not_reached = len(files) - done
+        exc.report = report  # type: ignore[attr-defined]  # what was done before the store failed
+        raise
     finally:
         bar.close()
         report.seconds = time.perf_counter() - t0
@@ -231,7 +250,9 @@ def encode_and_store(
     """Encode a group together and store each document through the store's manifest protocol.
 
     If the group fails, retry one by one so one bad file costs only itself; a document the
-    encoder or the store fails on is a ``skipped`` outcome and the run goes on.
+    encoder fails on is a ``skipped`` outcome and the run goes on. A failure of the store
+    itself (:class:`~landmark_rag.store.StoreError`) propagates: it is not the document's
+    fault, the document keeps its previous version, and the caller stops the run.
     """
     if not batch:
         return
@@ -249,9 +270,11 @@ def encode_and_store(
         except BadFileError as exc:
             yield item, FileOutcome(item.doc_id, item.source, "skipped", exc.reason)
             continue
+        except StoreError:
+            raise  # the store failed, not this file: stop (the previous version stays visible)
         except Exception as exc:  # noqa: BLE001 - reported, the run goes on
             yield item, FileOutcome(
-                item.doc_id, item.source, "skipped", f"failed to encode/store: {type(exc).__name__}: {exc}"
+                item.doc_id, item.source, "skipped", f"failed to encode: {type(exc).__name__}: {exc}"
             )
             continue
         yield item, FileOutcome(

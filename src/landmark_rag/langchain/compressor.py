@@ -116,6 +116,12 @@ class BoundaryExpansionCompressor(CollectionAdapter, BaseDocumentCompressor):
             got = self.store.collection.get(ids=list(lookup), include=["documents", "metadatas"])
             for sid, text, md in zip(got["ids"], got["documents"], got["metadatas"], strict=True):
                 out[lookup[sid]] = Document(page_content=text or "", metadata=dict(md or {}), id=sid)
+            for sid, pos in lookup.items():  # a plain address "doc_id:index" (record ids carry "@version")
+                doc_id, _, index = sid.partition("@")[0].rpartition(":")
+                if out[pos] is None and doc_id and index.isdigit():
+                    found = self.store.sentence_records(doc_id, [int(index)]).get(int(index))
+                    if found is not None:
+                        out[pos] = Document(page_content=found[1], metadata=found[2], id=found[0])
             missing = [sid for sid, pos in lookup.items() if out[pos] is None]
             if missing:
                 raise ValueError(f"sentences {missing[:5]} are not in collection {self.collection_name!r}")

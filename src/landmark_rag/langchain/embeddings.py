@@ -87,13 +87,21 @@ class LandmarkEmbeddings(BaseModel, Embeddings):
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed each text on its own (no shared context), as LangChain expects.
 
-        A text of several sentences gets the mean of its sentence vectors. For context-aware
-        sentence vectors of a whole document use :meth:`embed_document_in_context`.
+        A text of several sentences gets the mean of its sentence vectors; a blank text gets
+        the vector of the text itself as a query (the same unit vector for every blank text,
+        never a zero vector). For context-aware sentence vectors of a whole document use
+        :meth:`embed_document_in_context`.
         """
         texts = list(texts)
         if not texts:
             return []
         vecs = self.encoder.encode_texts(texts, batch_size=self._batch_size(), show_progress=self.show_progress)
+        blank = [i for i, t in enumerate(texts) if not t.strip()]
+        if blank:
+            # no sentences, so no sentence vectors to average (that gave a zero vector, which a
+            # cosine index cannot rank): the model's vector of the text itself, as a
+            # sentence-transformers model gives for "" (its special tokens only)
+            vecs[blank] = self.encoder.encode_queries([texts[i] for i in blank], batch_size=self.query_batch_size)
         return vecs.astype(float).tolist()
 
     def embed_query(self, text: str) -> list[float]:

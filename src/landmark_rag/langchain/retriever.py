@@ -9,8 +9,10 @@ manifest and model-identity check as the CLI and the LlamaIndex adapter).
 
 The collection it writes is an ordinary Chroma collection (cosine space; ``documents`` =
 sentence text, ``metadatas`` = schema keys plus the user's metadata, ``ids`` =
-``doc_id:index``), so ``langchain_chroma.Chroma(collection_name=..., persist_directory=...,
-embedding_function=LandmarkEmbeddings())`` reads it and returns proper sentence Documents.
+``doc_id:index@version``), so ``langchain_chroma.Chroma(collection_name=..., persist_directory=...,
+embedding_function=LandmarkEmbeddings())`` reads it and returns proper sentence Documents
+(raw Chroma access does not consult the manifest, so while a document is being replaced it
+may return both versions; this retriever never does, see docs/reliability.md).
 Retrieval here goes one step further: the sentence hits are expanded into passages
 (``Front``-k by default, see :mod:`landmark_rag.expand`) and exactly ``k`` non-overlapping
 passages are returned.

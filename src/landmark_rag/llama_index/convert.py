@@ -12,7 +12,7 @@ from typing import Any
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, RelatedNodeInfo, TextNode
 
-from landmark_rag.store.schema import DOC_ID, INDEX, SCHEMA_KEYS, sentence_from_metadata
+from landmark_rag.store.schema import DOC_ID, INDEX, STORE_KEYS, sentence_from_metadata
 from landmark_rag.types import Hit, Passage, Sentence
 
 #: Keys of a passage's span metadata (``Passage.span_metadata()``).
@@ -20,7 +20,7 @@ SPAN_KEYS = ("doc_id", "start", "end", "first_sentence", "last_sentence", "hit_s
 
 #: Structural keys an embedding model or an LLM prompt must never see: they are offsets and
 #: ids, not content, and would only add noise to vectors and tokens to prompts.
-HIDDEN_KEYS = tuple(dict.fromkeys((*SCHEMA_KEYS, *SPAN_KEYS)))
+HIDDEN_KEYS = tuple(dict.fromkeys((*STORE_KEYS, *SPAN_KEYS)))
 
 
 def is_sentence_node(node: BaseNode) -> bool:
@@ -45,6 +45,14 @@ def node_doc_id(node: BaseNode) -> str:
     if DOC_ID in md:
         return str(md[DOC_ID])
     return str(node.ref_doc_id or node.node_id)
+
+
+def duplicate_id_message(doc_id: str) -> str:
+    """The error for two documents sharing one ``id_`` in a run (their sentence ids collide)."""
+    return (
+        f"document id {doc_id!r} is used by more than one document in this run; give every Document a "
+        "unique id_ (nothing was written)"
+    )
 
 
 def node_to_hit(node: BaseNode, score: float | None) -> Hit:

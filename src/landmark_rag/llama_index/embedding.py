@@ -31,7 +31,13 @@ from llama_index.core.schema import BaseNode, MetadataMode
 from landmark_rag.encode import LandmarkEncoder
 from landmark_rag.encode.cache import load_encoder
 from landmark_rag.encode.registry import default_model_name
-from landmark_rag.llama_index.convert import is_sentence_node, node_doc_id, node_text, node_to_sentence
+from landmark_rag.llama_index.convert import (
+    duplicate_id_message,
+    is_sentence_node,
+    node_doc_id,
+    node_text,
+    node_to_sentence,
+)
 from landmark_rag.types import Sentence
 
 logger = logging.getLogger(__name__)
@@ -93,8 +99,9 @@ class LandmarkEmbedding(BaseEmbedding):
     def for_vector_store(cls, vector_store: Any, **kwargs: Any) -> LandmarkEmbedding:
         """The model a landmark Chroma collection records, set up as at indexing time.
 
-        ``vector_store``: a ``ChromaVectorStore`` (or a ``ChromaSentenceStore``); an unmarked
-        collection gets the package default. The same rule and the same cached encoder as
+        ``vector_store``: a ``ChromaVectorStore`` (or a ``ChromaSentenceStore``); an empty
+        unmarked collection gets the package default, one holding vectors but no recorded
+        model raises ``ModelNotRecordedError`` (name the model). The same rule and the same cached encoder as
         the CLI, :class:`~landmark_rag.LandmarkIndex` and the LangChain adapters.
         """
         from landmark_rag.ingest.identity import store_model
@@ -190,6 +197,8 @@ class LandmarkEmbedding(BaseEmbedding):
         for doc_id, doc_nodes in by_doc.items():
             pairs = sorted(((node_to_sentence(n), n) for n in doc_nodes), key=lambda p: p[0].index)
             sents = [p[0] for p in pairs]
+            if len({s.index for s in sents}) != len(sents):  # two Documents with one id_
+                raise ValueError(duplicate_id_message(doc_id))
             text = sources.get(doc_id)
             if text is None or any(text[s.start : s.end] != s.text for s in sents):
                 text = rebuild_text(sents, doc_id)

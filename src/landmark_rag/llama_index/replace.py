@@ -1,56 +1,133 @@
-"""``ReplaceDocuments``: make re-ingesting a document replace its old sentences.
+"""``ReplaceDocuments``: re-ingesting a document replaces it without a moment of data loss.
 
 LlamaIndex's ``ChromaVectorStore.add`` calls ``collection.add``, and Chroma silently ignores
-ids that already exist. Sentence ids are deterministic (``doc_id:index``), so re-ingesting an
-edited document through a plain ``IngestionPipeline(vector_store=...)`` would keep the old
-vectors and texts, and a shrunk document would keep its old tail. Put this transformation
-in the pipeline (anywhere before the vector store write, i.e. anywhere in the list) and the
-incoming documents' old records are deleted first.
+ids that already exist; sentence ids are deterministic, so re-ingesting an edited document
+through a plain ``IngestionPipeline(vector_store=...)`` would keep the old vectors and a
+shrunk document its old tail. Deleting the old records first (what this component used to
+do, placed first in the pipeline) loses the document whenever the run is killed or fails
+before the new vectors are written.
 
-With a docstore and ``docstore_strategy=UPSERTS`` LlamaIndex already deletes changed
-documents itself (``vector_store.delete(ref_doc_id)``); this component is for the pattern
-without a docstore.
+So this component is placed *after* the embedding and writes each document itself through
+the store's replace protocol (``landmark_rag.store.chroma``): the new sentences are added
+under new ids ``doc_id:index@VERSION`` (through the vector store, so LlamaIndex can read
+them back as nodes), the manifest switches to the new version in one write, and only then
+are the old sentences deleted. Readers that honour the manifest (the core store, the CLI,
+``BoundaryExpansionPostprocessor``) see the previous version until the new one is complete;
+a kill or an exception at any point leaves the previous version, and the next run finishes
+the job. The pipeline's own ``vector_store.add`` afterwards finds the records already
+stored (Chroma ignores existing ids). With ``embed_model`` the collection records the model
+on its first write and refuses another model afterwards, like every other writer.
+
+::
+
+    pipeline = IngestionPipeline(
+        transformations=[LandmarkNodeParser(), embed, ReplaceDocuments(vector_store, embed_model=embed)],
+        vector_store=vector_store,
+    )
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
 from llama_index.core.bridge.pydantic import Field
-from llama_index.core.schema import BaseNode, TransformComponent
+from llama_index.core.schema import BaseNode, NodeRelationship, TransformComponent
 
-from landmark_rag.llama_index.convert import is_sentence_node, node_doc_id
+from landmark_rag.llama_index.convert import duplicate_id_message, is_sentence_node, node_doc_id, node_to_sentence
+from landmark_rag.llama_index.sources import chroma_collection
+from landmark_rag.store import ChromaSentenceStore, sentence_id, user_metadata
+from landmark_rag.store.schema import DOC_HASH, VERSION
+
+_PLACEMENT = (
+    "put ReplaceDocuments after the embedding, e.g. transformations=[LandmarkNodeParser(), embed, "
+    "ReplaceDocuments(vector_store, embed_model=embed)]: it writes each document once all its sentences "
+    "are embedded, so the stored version stays visible until the new one is complete"
+)
 
 
 class ReplaceDocuments(TransformComponent):
-    """Delete the stored records of every incoming document from ``vector_store``.
+    """Write each incoming document's embedded sentence nodes through the replace protocol.
 
-    Documents are identified as ``LandmarkNodeParser`` identifies them: a sentence node by
-    its schema ``doc_id``, any other node (a ``Document`` before parsing) by its own id.
-    Nodes pass through unchanged. Deleting an id that is not stored is a no-op, so the
-    component is idempotent.
+    Documents are identified as ``LandmarkNodeParser`` identifies them (the schema
+    ``doc_id``). Nodes pass through (with their new, versioned ids). Re-running on unchanged
+    documents rewrites them (LlamaIndex's docstore strategies are the way to skip them).
     """
 
-    vector_store: Any = Field(exclude=True, description="The vector store the pipeline writes to.")
+    vector_store: Any = Field(exclude=True, description="The ChromaVectorStore the pipeline writes to.")
+    embed_model: Any = Field(default=None, exclude=True, description="The LandmarkEmbedding (identity check).")
 
-    def __init__(self, vector_store: Any, **kwargs: Any) -> None:
-        super().__init__(vector_store=vector_store, **kwargs)
+    def __init__(self, vector_store: Any, embed_model: Any = None, **kwargs: Any) -> None:
+        super().__init__(vector_store=vector_store, embed_model=embed_model, **kwargs)
 
     @classmethod
     def class_name(cls) -> str:
         return "ReplaceDocuments"
 
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
-        for doc_id in _doc_ids(nodes):
-            self.vector_store.delete(doc_id)
+        nodes = list(nodes)
+        by_doc = _sentence_nodes_by_document(nodes)
+        if not by_doc:
+            return nodes
+        collection = chroma_collection(self.vector_store)
+        if collection is None:
+            raise TypeError(f"ReplaceDocuments needs a ChromaVectorStore, not {type(self.vector_store).__name__}")
+        store = ChromaSentenceStore.for_collection(collection, create_manifest=True)
+        if self.embed_model is not None:
+            encoder = getattr(self.embed_model, "encoder", None)
+            if encoder is not None:
+                store.check_identity(encoder.config.identity())  # records it on the first write
+        for doc_id, doc_nodes in by_doc.items():
+            self._write(store, doc_id, doc_nodes)
         return nodes
 
     async def acall(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
-        for doc_id in _doc_ids(nodes):
-            await self.vector_store.adelete(doc_id)
-        return nodes
+        return await asyncio.to_thread(self.__call__, nodes, **kwargs)
+
+    def _write(self, store: ChromaSentenceStore, doc_id: str, doc_nodes: list[BaseNode]) -> None:
+        from landmark_rag.llama_index.embedding import rebuild_text
+
+        sentences = [node_to_sentence(n) for n in doc_nodes]
+        first = doc_nodes[0].metadata
+
+        def write(version: str) -> None:
+            renamed = {n.node_id: sentence_id(doc_id, s.index, version) for n, s in zip(doc_nodes, sentences)}
+            for n in doc_nodes:
+                n.id_ = renamed[n.node_id]
+                n.metadata[VERSION] = version
+                for keys in (n.excluded_embed_metadata_keys, n.excluded_llm_metadata_keys):
+                    if VERSION not in keys:
+                        keys.append(VERSION)
+                for rel in (NodeRelationship.PREVIOUS, NodeRelationship.NEXT):
+                    info = n.relationships.get(rel)
+                    if info is not None and info.node_id in renamed:
+                        info.node_id = renamed[info.node_id]
+            self.vector_store.add(doc_nodes)
+
+        store.write_document(
+            doc_id, write, n_sentences=len(doc_nodes), doc_hash=str(first.get(DOC_HASH, "")),
+            metadata=user_metadata(first), text=rebuild_text(sentences, doc_id),
+        )
 
 
-def _doc_ids(nodes: Sequence[BaseNode]) -> list[str]:
-    return list(dict.fromkeys(node_doc_id(n) if is_sentence_node(n) else n.node_id for n in nodes))
+def _sentence_nodes_by_document(nodes: list[BaseNode]) -> dict[str, list[BaseNode]]:
+    """Embedded sentence nodes grouped by document, in sentence order; bad input is refused."""
+    sentence_nodes = [n for n in nodes if is_sentence_node(n)]
+    if not sentence_nodes:
+        if nodes:
+            raise ValueError(f"ReplaceDocuments received {type(nodes[0]).__name__} objects, not sentence nodes: "
+                             + _PLACEMENT)
+        return {}
+    if any(n.embedding is None for n in sentence_nodes):
+        raise ValueError("ReplaceDocuments received sentence nodes without embeddings: " + _PLACEMENT)
+    by_doc: dict[str, list[BaseNode]] = defaultdict(list)
+    for n in sentence_nodes:
+        by_doc[node_doc_id(n)].append(n)
+    for doc_id, doc_nodes in by_doc.items():
+        doc_nodes.sort(key=lambda n: int(n.metadata["sentence_index"]))
+        indices = [int(n.metadata["sentence_index"]) for n in doc_nodes]
+        if len(set(indices)) != len(indices):
+            raise ValueError(duplicate_id_message(doc_id))
+    return by_doc

@@ -79,4 +79,4 @@ def sentence_source(vector_store: Any = None, docstore: Any = None) -> SentenceS
             f"cannot read sentences from {type(vector_store).__name__}: pass a ChromaVectorStore, "
             "or the docstore that holds the sentence nodes (docstore=index.docstore)"
         )
-    return ChromaSentenceStore(collection)
+    return ChromaSentenceStore.for_collection(collection)

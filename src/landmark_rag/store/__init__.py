@@ -5,11 +5,13 @@ from landmark_rag.store.chroma import (
     DEFAULT_DB,
     MEMORY,
     ChromaSentenceStore,
+    StoreError,
     StoreMismatchError,
     content_hash,
     make_client,
 )
 from landmark_rag.store.schema import (
+    MANIFEST_KEYS,
     flat_metadata,
     sentence_from_metadata,
     sentence_id,
@@ -20,8 +22,10 @@ from landmark_rag.store.schema import (
 __all__ = [
     "DEFAULT_COLLECTION",
     "DEFAULT_DB",
+    "MANIFEST_KEYS",
     "MEMORY",
     "ChromaSentenceStore",
+    "StoreError",
     "StoreMismatchError",
     "content_hash",
     "flat_metadata",

@@ -1,22 +1,41 @@
 """Sentence vectors in Chroma (step 3 of the pipeline).
 
-Two collections per store: ``NAME`` holds one record per sentence (id ``doc_id:index``, the
-sentence text, its vector and the flat metadata of :mod:`landmark_rag.store.schema`);
-``NAME__documents`` is a manifest with one record per document (content hash, state,
-number of sentences, the full text, user metadata).
+Two collections per store: ``NAME`` holds one record per sentence (the sentence text, its
+vector and the flat metadata of :mod:`landmark_rag.store.schema`); ``NAME__documents`` is a
+manifest with one record per document (content hash, state, number of sentences, the
+committed version, the full text, user metadata).
 
-Replacing a document follows a small protocol so that an interrupted write never leaves a
-half-indexed document visible to :meth:`ChromaSentenceStore.query`: the manifest is first
-marked ``writing`` (which hides every sentence of the document), then the old sentences are
-deleted and the new ones upserted, and only then is the manifest marked ``complete``.
+Writing a document follows a protocol under which a reader never sees a half-written
+document, and a replaced document's previous version stays visible until the new one is
+complete (an interruption or a store failure at any point leaves the previous version, or
+for a new document nothing, visible):
+
+1. *announce*: the manifest record gets ``dirty=True`` (a new document gets a record with
+   ``state="writing"``, which hides it);
+2. *write*: the new sentences are written under new ids ``doc_id:index@VERSION`` with
+   ``doc_version=VERSION`` in their metadata (VERSION is fresh for every write); readers
+   ignore them because the manifest still names the previous version;
+3. *commit*: one upsert of the manifest record: ``state="complete"``, the new
+   ``doc_hash``, ``doc_version=VERSION``, ``n_sentences`` (still ``dirty``); from here on
+   readers see exactly the new version;
+4. *clean*: sentences of the document with any other version are deleted, then ``dirty``
+   is removed.
+
+A reader shows a sentence when its document has no manifest record (written by another
+tool), or the record is ``complete`` and names the sentence's ``doc_version`` (records
+written before versions existed: the same ``doc_hash``). A record left ``dirty`` by an
+interruption is finished by the next write of that document or by :meth:`clean_document`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import threading
+import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -24,12 +43,18 @@ from urllib.parse import urlparse
 import numpy as np
 
 from landmark_rag.store.schema import (
+    DIRTY,
     DOC_HASH,
     DOC_ID,
     INDEX,
+    N_SENTENCES,
+    STATE,
+    VERSION,
     flat_metadata,
+    parse_sentence_key,
     sentence_from_metadata,
     sentence_id,
+    sentence_key,
     sentence_metadata,
 )
 from landmark_rag.types import EncodedDocument, Hit, Sentence
@@ -41,10 +66,20 @@ MEMORY = ":memory:"
 IDENTITY_PREFIX = "landmark_rag:"
 GENERATION_KEY = IDENTITY_PREFIX + "generation"
 _WRITING, _COMPLETE = "writing", "complete"
+#: Identity fields compared only when the store has them recorded (added after stores existed).
+OPTIONAL_IDENTITY = ("weights_fingerprint",)
 
 
 class StoreMismatchError(ValueError):
     """The collection was written with another model or landmark configuration."""
+
+
+class StoreError(RuntimeError):
+    """The store itself failed (server gone, disk full, database locked): not the document's fault.
+
+    Raised by writes so that callers stop instead of treating the failure as a bad input
+    file; the document's previous version is still visible (see the module docstring).
+    """
 
 
 def content_hash(text: str) -> str:
@@ -84,6 +119,50 @@ class ChromaSentenceStore:
     def __init__(self, collection: Any, manifest: Any | None = None) -> None:
         self.collection = collection
         self.manifest = manifest
+        self._reopen_lock = threading.Lock()
+        self._local_path = _local_path(collection)
+        self._seen = _signature(self._local_path) if self._local_path else None
+
+    # ------------------------------------------------------------------ freshness
+    def _fresh(self) -> None:
+        """Reopen a local store that another process changed since this one opened it.
+
+        A Chroma PersistentClient keeps its vector index in memory: after another process
+        writes, counts and metadata (read from SQLite) are new but searches run on the old
+        index and filtered searches fail ("Error finding id"). The database file changes on
+        every write, so comparing its size and modification time (one ``stat``) tells when
+        to reopen (tens of milliseconds). Server stores are always current.
+        """
+        if self._local_path is None:
+            return
+        now = _signature(self._local_path)
+        if now == self._seen:
+            return
+        with self._reopen_lock:
+            if now == self._seen:
+                return
+            self._reopen()
+            # a write within the file clock's resolution may not move the mtime: a signature
+            # taken that close to a write is not trusted, so the next read checks again
+            self._seen = None if _recent(now) else now
+
+    def _own_write_done(self) -> None:
+        """This store's own writes are visible to it: no reopen for them (a local store has
+        one writing process at a time; see docs/reliability.md)."""
+        if self._local_path is not None:
+            self._seen = _signature(self._local_path)
+
+    def _reopen(self) -> None:
+        import chromadb
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        # drop the shared (stale) system for this path without stopping it: other holders
+        # of the old client keep working; this store gets a new client on fresh state
+        SharedSystemClient._identifier_to_system.pop(self._local_path, None)
+        client = chromadb.PersistentClient(path=self._local_path)
+        self.collection = client.get_collection(self.collection.name, embedding_function=None)
+        if self.manifest is not None:
+            self.manifest = client.get_collection(self.manifest.name, embedding_function=None)
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -124,8 +203,30 @@ class ChromaSentenceStore:
             store.check_identity(identity or {})
         return store
 
+    @classmethod
+    def for_collection(cls, collection: Any, *, create_manifest: bool = False) -> ChromaSentenceStore:
+        """A store over a collection someone else opened (e.g. a LlamaIndex ``ChromaVectorStore``'s).
+
+        Its manifest is attached when it exists (so reads honour the write protocol), or
+        created when ``create_manifest`` (for a writer).
+        """
+        from chromadb.api.models.Collection import Collection
+
+        server = collection._client
+        name = _manifest_name(collection.name)
+        where = {"tenant": collection.tenant, "database": collection.database}
+        try:
+            if create_manifest:
+                model = server.get_or_create_collection(name=name, **where)
+            else:
+                model = server.get_collection(name=name, **where)
+        except Exception:  # noqa: BLE001 - no manifest: a collection written without the protocol
+            return cls(collection)
+        return cls(collection, Collection(client=server, model=model, embedding_function=None))
+
     def identity(self) -> dict[str, Any]:
         """The model identity recorded on the collection (empty if none)."""
+        self._fresh()
         md = self.collection.metadata or {}
         return {k[len(IDENTITY_PREFIX):]: v for k, v in md.items() if k.startswith(IDENTITY_PREFIX)}
 
@@ -137,8 +238,12 @@ class ChromaSentenceStore:
             md = {k: v for k, v in (self.collection.metadata or {}).items() if not k.startswith("hnsw:")}
             md.update({IDENTITY_PREFIX + k: v for k, v in wanted.items()})
             self.collection.modify(metadata=md)
+            self._own_write_done()
             return
-        diff = {k: (recorded.get(k), v) for k, v in wanted.items() if recorded.get(k) != v}
+        diff = {
+            k: (recorded.get(k), v) for k, v in wanted.items()
+            if recorded.get(k) != v and not (k in OPTIONAL_IDENTITY and k not in recorded)
+        }
         if diff:
             lines = ", ".join(f"{k}: store has {a!r}, requested {b!r}" for k, (a, b) in diff.items())
             raise StoreMismatchError(
@@ -158,7 +263,8 @@ class ChromaSentenceStore:
         """Insert or replace one document's sentences; returns the number stored.
 
         Re-adding a ``doc_id`` replaces all its old sentences, so a shrunk or edited
-        document leaves nothing stale behind.
+        document leaves nothing stale behind. The previous version stays visible until the
+        new one is complete; a failure of the store raises :class:`StoreError`.
         """
         doc_id = encoded.doc_id
         if not doc_id:
@@ -167,30 +273,70 @@ class ChromaSentenceStore:
             raise ValueError("sentences and embeddings differ in length")
         doc_hash = doc_hash or content_hash(encoded.text)
         user_md = flat_metadata(metadata)
-        self._mark(doc_id, doc_hash, _WRITING, len(encoded.sentences), user_md, encoded.text if store_text else None)
-        # Chroma's upsert merges metadata into an existing record, so a key the new version
-        # no longer has would survive; the old sentences are removed first (still hidden).
-        self._delete_ids(self._ids_of(doc_id))
-        ids = [sentence_id(doc_id, s.index) for s in encoded.sentences]
-        mds = [sentence_metadata(s.with_doc_id(doc_id), doc_hash, user_md) for s in encoded.sentences]
-        docs = [s.text for s in encoded.sentences]
         vecs = np.asarray(encoded.embeddings, dtype=np.float32)
-        step = self._batch_size()
-        for i in range(0, len(ids), step):
-            self.collection.upsert(
-                ids=ids[i : i + step], embeddings=vecs[i : i + step], metadatas=mds[i : i + step],
-                documents=docs[i : i + step],
-            )
-        self._mark(doc_id, doc_hash, _COMPLETE, len(ids), user_md, encoded.text if store_text else None)
-        return len(ids)
+        docs = [s.text for s in encoded.sentences]
+
+        def write(version: str) -> None:
+            ids = [sentence_id(doc_id, s.index, version) for s in encoded.sentences]
+            mds = [sentence_metadata(s.with_doc_id(doc_id), doc_hash, user_md, version) for s in encoded.sentences]
+            step = self._batch_size()
+            for i in range(0, len(ids), step):
+                self.collection.upsert(
+                    ids=ids[i : i + step], embeddings=vecs[i : i + step], metadatas=mds[i : i + step],
+                    documents=docs[i : i + step],
+                )
+
+        self.write_document(
+            doc_id, write, n_sentences=len(docs), doc_hash=doc_hash, metadata=user_md,
+            text=encoded.text if store_text else None,
+        )
+        return len(docs)
+
+    def write_document(
+        self,
+        doc_id: str,
+        write: Callable[[str], None],
+        *,
+        n_sentences: int,
+        doc_hash: str,
+        metadata: dict[str, Any] | None = None,
+        text: str | None = None,
+    ) -> str:
+        """Run the replace protocol (module docstring) around ``write(version)``; returns the version.
+
+        ``write`` stores the document's sentences itself (e.g. through a framework's vector
+        store), each with id ``sentence_id(doc_id, index, version)`` and ``doc_version=version``
+        in its metadata. Until it returns and the manifest is committed, readers keep seeing
+        the previous version; if it raises, the previous version stays and the exception
+        propagates (a store failure as :class:`StoreError`).
+        """
+        self._fresh()
+        user_md = flat_metadata(metadata)
+        version = uuid.uuid4().hex[:12]
+        with _store_errors(f"writing document {doc_id!r}"):
+            previous = self._announce(doc_id, doc_hash, n_sentences, user_md, version)
+            write(version)
+            self._commit(doc_id, doc_hash, n_sentences, user_md, version, text, previous)
+            self._clean(doc_id)
+        self._own_write_done()
+        return version
 
     def delete_document(self, doc_id: str) -> int:
-        """Remove a document and all its sentences; returns how many sentences went."""
-        ids = self._ids_of(doc_id)
-        self._delete_ids(ids)
-        if self.manifest is not None:
-            self.manifest.delete(ids=[doc_id])
-            self._bump()
+        """Remove a document and all its sentences; returns how many sentences went.
+
+        The manifest record goes first, so a reader never sees a partly deleted document.
+        """
+        self._fresh()
+        with _store_errors(f"deleting document {doc_id!r}"):
+            if self.manifest is not None:
+                self.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[{STATE: _WRITING, DIRTY: True}],
+                                     documents=[""])
+            ids = self._ids_of(doc_id)
+            self._delete_ids(ids)
+            if self.manifest is not None:
+                self.manifest.delete(ids=[doc_id])
+                self._bump()
+        self._own_write_done()
         return len(ids)
 
     def generation(self) -> str | None:
@@ -200,6 +346,7 @@ class ChromaSentenceStore:
         (the lexical index of ``store/lexical.py``) can tell cheaply whether any writer -
         this process, another one, a Ray worker - changed the store since they last looked.
         """
+        self._fresh()
         if self.manifest is None:
             return None
         try:
@@ -212,22 +359,88 @@ class ChromaSentenceStore:
         return None if value is None else str(value)
 
     def _bump(self) -> None:
+        """Move :meth:`generation` on: after a commit (step 3) and after a delete."""
         md = {k: v for k, v in (self.manifest.metadata or {}).items() if not k.startswith("hnsw:")}
         md[GENERATION_KEY] = uuid.uuid4().hex
         self.manifest.modify(metadata=md)
 
-    def _mark(self, doc_id: str, doc_hash: str, state: str, n: int, user_md: dict[str, Any], text: str | None) -> None:
+    def clean_document(self, doc_id: str) -> int:
+        """Delete the sentences of ``doc_id`` that belong to no committed version; returns how many.
+
+        Finishes a write that was interrupted (or failed) after step 1 of the protocol. Only
+        call it for a document no other process is writing right now (a writer calls it for
+        its own documents).
+        """
+        self._fresh()
+        removed = self._clean(doc_id)
+        self._own_write_done()
+        return removed
+
+    def _clean(self, doc_id: str) -> int:
+        if self.manifest is None:
+            return 0
+        with _store_errors(f"cleaning document {doc_id!r}"):
+            rec = self._manifest_records([doc_id]).get(doc_id)
+            if rec is None:
+                return 0
+            committed = rec.get(VERSION) if rec.get(STATE) == _COMPLETE else None
+            got = self.collection.get(where={DOC_ID: doc_id}, include=["metadatas"])
+            stale = [
+                i for i, md in zip(got["ids"], got["metadatas"], strict=True)
+                if not _is_current(md or {}, rec, committed)
+            ]
+            self._delete_ids(stale)
+            if rec.get(DIRTY):
+                self.manifest.update(ids=[doc_id], metadatas=[{DIRTY: None}])
+        return len(stale)
+
+    def _announce(
+        self, doc_id: str, doc_hash: str, n: int, user_md: dict[str, Any], version: str
+    ) -> dict[str, Any] | None:
+        """Step 1: flag the record dirty, keeping a complete previous version visible."""
+        if self.manifest is None:
+            return None
+        previous = self._manifest_records([doc_id]).get(doc_id)
+        if previous is None:
+            previous = self._adopt(doc_id)
+        if previous is not None and previous.get(STATE) == _COMPLETE:
+            self.manifest.update(ids=[doc_id], metadatas=[{DIRTY: True}])
+        else:
+            md = {**user_md, DOC_HASH: doc_hash, STATE: _WRITING, N_SENTENCES: n, VERSION: version, DIRTY: True}
+            self.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[md], documents=[""])
+        return previous
+
+    def _adopt(self, doc_id: str) -> dict[str, Any] | None:
+        """A manifest record for sentences written without one (another tool, an older version).
+
+        They count as the document's complete previous version, so they stay visible while
+        the new version is written (a ``writing`` record would hide them).
+        """
+        got = self.collection.get(where={DOC_ID: doc_id}, include=["metadatas"])
+        if not got["ids"]:
+            return None
+        md = dict(got["metadatas"][0] or {})
+        record = {DOC_HASH: str(md.get(DOC_HASH, "")), STATE: _COMPLETE, N_SENTENCES: len(got["ids"]), DIRTY: True}
+        self.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[record], documents=[""])
+        return record
+
+    def _commit(
+        self, doc_id: str, doc_hash: str, n: int, user_md: dict[str, Any], version: str, text: str | None,
+        previous: dict[str, Any] | None,
+    ) -> None:
+        """Step 3: one upsert makes the new version the visible one.
+
+        Chroma merges metadata on upsert, so keys of the previous record that the new one
+        lacks are removed in the same call (a ``None`` value deletes a key).
+        """
         if self.manifest is None:
             return
-        md = {**user_md, DOC_HASH: doc_hash, "state": state, "n_sentences": n}
-        if state == _COMPLETE:
-            # upsert merges metadata, so the old record's keys would survive; dropping it is
-            # safe only now that every sentence is written (a document with no manifest
-            # record is treated as complete)
-            self.manifest.delete(ids=[doc_id])
+        md: dict[str, Any] = {**user_md, DOC_HASH: doc_hash, STATE: _COMPLETE, N_SENTENCES: n, VERSION: version,
+                              DIRTY: True}
+        for key in previous or {}:
+            md.setdefault(key, None)
         self.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[md], documents=[text or ""])
-        if state == _COMPLETE:
-            self._bump()
+        self._bump()
 
     def _ids_of(self, doc_id: str) -> list[str]:
         return list(self.collection.get(where={DOC_ID: doc_id}, include=[])["ids"])
@@ -246,41 +459,50 @@ class ChromaSentenceStore:
     # ------------------------------------------------------------------ documents
     def documents(self, *, include_incomplete: bool = False) -> dict[str, dict[str, Any]]:
         """Manifest records by document id (``state``, ``doc_hash``, ``n_sentences``, metadata)."""
+        self._fresh()
         if self.manifest is None:
             return {}
-        got = self.manifest.get(include=["metadatas"])
+        with _store_errors("reading the manifest"):
+            got = self.manifest.get(include=["metadatas"])
         out = {}
         for doc_id, md in zip(got["ids"], got["metadatas"], strict=True):
             md = dict(md or {})
-            if include_incomplete or md.get("state") == _COMPLETE:
+            if include_incomplete or md.get(STATE) == _COMPLETE:
                 out[doc_id] = md
         return out
 
     def document_hash(self, doc_id: str) -> str | None:
         """Content hash of a completely stored document, else ``None`` (absent or interrupted)."""
         rec = self._manifest_records([doc_id]).get(doc_id)
-        return rec[DOC_HASH] if rec and rec.get("state") == _COMPLETE else None
+        return rec[DOC_HASH] if rec and rec.get(STATE) == _COMPLETE else None
 
     def document_text(self, doc_id: str) -> str | None:
         """The full text stored with a document, if it was stored."""
+        self._fresh()
         if self.manifest is None:
             return None
-        got = self.manifest.get(ids=[doc_id], include=["documents"])
+        with _store_errors("reading the manifest"):
+            got = self.manifest.get(ids=[doc_id], include=["documents"])
         return (got["documents"][0] or None) if got["ids"] else None
 
     def count_sentences(self) -> int:
-        return int(self.collection.count())
+        """Sentences stored, of every version (while a document is replaced: both)."""
+        self._fresh()
+        with _store_errors("counting sentences"):
+            return int(self.collection.count())
 
     def _manifest_records(self, doc_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         ids = sorted(set(doc_ids))
         if self.manifest is None or not ids:
             return {}
-        got = self.manifest.get(ids=ids, include=["metadatas"])
+        with _store_errors("reading the manifest"):
+            got = self.manifest.get(ids=ids, include=["metadatas"])
         return {i: dict(md or {}) for i, md in zip(got["ids"], got["metadatas"], strict=True)}
 
     # ------------------------------------------------------------------ reading
     def query(self, vector: np.ndarray, k: int, *, where: dict[str, Any] | None = None) -> list[Hit]:
         """Top-``k`` sentences by cosine similarity, only from completely stored documents."""
+        self._fresh()
         if k <= 0:
             return []
         total = self.count_sentences()
@@ -301,7 +523,7 @@ class ChromaSentenceStore:
         return []
 
     def query_ids(self, vector: np.ndarray, n: int, *, where: dict[str, Any] | None = None) -> list[tuple[str, float]]:
-        """Top-``n`` sentence ids with their cosine similarity, nothing else read.
+        """Top-``n`` sentence keys ``doc_id:index`` with their cosine similarity, nothing else read.
 
         The cheap first stage of a hybrid search (ids and distances only: a tenth of the cost
         of reading 100 records' text and metadata); visibility is checked later, on the few
@@ -310,28 +532,69 @@ class ChromaSentenceStore:
         n = min(int(n), self.count_sentences())
         if n <= 0:
             return []
-        got = self.collection.query(
-            query_embeddings=[np.asarray(vector, dtype=np.float32)], n_results=n, where=where, include=["distances"]
-        )
-        return [(i, self._similarity(float(d))) for i, d in zip(got["ids"][0], got["distances"][0], strict=True)]
+        with _store_errors("searching"):
+            got = self.collection.query(
+                query_embeddings=[np.asarray(vector, dtype=np.float32)], n_results=n, where=where,
+                include=["distances"],
+            )
+        out: list[tuple[str, float]] = []
+        seen: set[str] = set()
+        for rid, dist in zip(got["ids"][0], got["distances"][0], strict=True):
+            key = sentence_key(rid)  # two versions of one sentence (mid-replace) are one candidate
+            if key not in seen:
+                seen.add(key)
+                out.append((key, self._similarity(float(dist))))
+        return out
 
     def hits_by_ids(
         self, ids: Sequence[str], scores: Sequence[float], *, where: dict[str, Any] | None = None
     ) -> list[Hit]:
         """The visible records of ``ids`` as hits scored ``scores``, in the given order.
 
-        Records that are gone, fail ``where`` or belong to a document being written are left out.
+        ``ids`` are sentence keys ``doc_id:index`` (as :meth:`query_ids` and the lexical index
+        give them: the record of the version readers see is read) or, for records written
+        without that form (another tool), raw record ids. Records that are gone, fail
+        ``where`` or belong to a document being written are left out.
         """
         if not ids:
             return []
-        got = self.collection.get(ids=list(ids), where=where, include=["documents", "metadatas"])
-        by_id = {i: (t, md) for i, t, md in zip(got["ids"], got["documents"], got["metadatas"], strict=True)}
-        hits = [
-            Hit(sentence_from_metadata(by_id[i][0] or "", by_id[i][1]), float(s), dict(by_id[i][1]))
-            for i, s in zip(ids, scores, strict=True)
-            if i in by_id
+        found = self._records_by_keys(ids, ["documents", "metadatas"], where)
+        return [
+            Hit(sentence_from_metadata(found[k][1], found[k][2]), float(s), dict(found[k][2]))
+            for k, s in zip(ids, scores, strict=True)
+            if k in found
         ]
-        return self._visible(hits)
+
+    def keys_matching(self, keys: Sequence[str], where: dict[str, Any]) -> set[str]:
+        """The sentence keys (see :meth:`hits_by_ids`) whose visible record passes ``where``."""
+        return set(self._records_by_keys(keys, ["metadatas"], where))
+
+    def _records_by_keys(
+        self, keys: Sequence[str], include: list[str], where: dict[str, Any] | None
+    ) -> dict[str, tuple[str, str, dict[str, Any]]]:
+        """``key -> (record id, text, metadata)`` of the visible records named by ``keys``."""
+        wanted: dict[str, set[int]] = {}
+        for key in keys:
+            addr = parse_sentence_key(key)
+            if addr is not None:
+                wanted.setdefault(addr[0], set()).add(addr[1])
+        out: dict[str, tuple[str, str, dict[str, Any]]] = {}
+        for (d, i), (rid, text, md, _) in self._read_addresses(wanted, include, False, where).items():
+            out[sentence_id(d, i)] = (rid, text, md)
+        rest = [k for k in dict.fromkeys(keys) if k not in out]
+        if rest:  # records of other tools, whose ids are not keys
+            with _store_errors("reading sentences"):
+                got = self.collection.get(ids=rest, where=where, include=include)
+            texts = got.get("documents") or [""] * len(got["ids"])
+            hits = [
+                Hit(sentence_from_metadata(t or "", md or {}), 0.0, dict(md or {}))
+                for t, md in zip(texts, got["metadatas"], strict=True)
+            ]
+            keep = {id(h) for h in self._visible(hits)}
+            for rid, t, h in zip(got["ids"], texts, hits, strict=True):
+                if id(h) in keep:
+                    out[rid] = (rid, t or "", h.metadata)
+        return out
 
     def _similarity(self, distance: float) -> float:
         """Cosine similarity from Chroma's distance, whatever space the collection uses.
@@ -344,26 +607,29 @@ class ChromaSentenceStore:
             return 1.0 - distance / 2.0
         return 1.0 - distance  # cosine and ip distances are both 1 - <a, b>
 
+    def visible_hits(self, hits: Sequence[Hit]) -> list[Hit]:
+        """The hits a reader may see (see the module docstring), e.g. from a framework's own search.
+
+        A framework retriever reads the collection raw: while a document is being replaced
+        (or after a killed write, before the next run) it can return sentences of a version
+        that is not the visible one.
+        """
+        self._fresh()
+        return self._visible(list(hits))
+
     def visible(self, hits: list[Hit]) -> list[Hit]:
         """The hits whose document is completely stored in the version they come from.
 
         Used for vector hits here and for lexical hits (``store/lexical.py``), so both halves
         of a hybrid search hide a document that is being written.
         """
-        return self._visible(hits)
+        return self.visible_hits(hits)
 
     def _visible(self, hits: list[Hit]) -> list[Hit]:
         if self.manifest is None:
             return hits
         records = self._manifest_records(h.sentence.doc_id for h in hits if h.sentence.doc_id)
-        out = []
-        for h in hits:
-            rec = records.get(str(h.sentence.doc_id))
-            if rec is None:
-                out.append(h)  # written by another tool without a manifest: trust it
-            elif rec.get("state") == _COMPLETE and rec.get(DOC_HASH) == h.metadata.get(DOC_HASH, rec.get(DOC_HASH)):
-                out.append(h)
-        return out
+        return [h for h in hits if _is_visible(h.metadata, records.get(str(h.sentence.doc_id)))]
 
     def get_sentences(self, doc_id: str, indices: Iterable[int]) -> dict[int, Sentence]:
         """Stored sentences of a document by index (missing indices are simply absent)."""
@@ -384,45 +650,182 @@ class ChromaSentenceStore:
         costs one read however many documents its hits fall in (docs/benchmarks.md,
         "Query latency").
         """
-        wanted = {str(d): sorted({int(i) for i in idx if int(i) >= 0}) for d, idx in requests.items()}
-        owner = {sentence_id(d, i): d for d, idx in wanted.items() for i in idx}
-        ids = list(owner)
+        wanted = {str(d): {int(i) for i in idx if int(i) >= 0} for d, idx in requests.items()}
         out: dict[str, dict[int, tuple[Sentence, np.ndarray | None]]] = {d: {} for d in wanted}
-        if not ids:
-            return out
         include = ["documents", "metadatas"] + (["embeddings"] if embeddings else [])
-        step = self._batch_size()
-        for lo in range(0, len(ids), step):
-            got = self.collection.get(ids=ids[lo : lo + step], include=include)
-            vecs = got.get("embeddings") if embeddings else None
-            for j, (rid, text, md) in enumerate(zip(got["ids"], got["documents"], got["metadatas"], strict=True)):
-                s = sentence_from_metadata(text or "", md)
-                vec = np.asarray(vecs[j], dtype=np.float32) if vecs is not None else None
-                out[owner[rid]][s.index] = (s, vec)
+        for (d, i), (_, text, md, vec) in self._read_addresses(wanted, include, embeddings).items():
+            out[d][i] = (sentence_from_metadata(text, md), vec)
+        return out
+
+    def _read_addresses(
+        self, wanted: Mapping[str, set[int]], include: list[str], embeddings: bool,
+        where: dict[str, Any] | None = None,
+    ) -> dict[tuple[str, int], tuple[str, str, dict[str, Any], Any]]:
+        """Visible records at ``(doc_id, index)`` addresses, all documents in **one** store call.
+
+        Record ids carry the write's version (``doc_id:index@VERSION``), so sentences are
+        found by their metadata; while a document is replaced both versions are stored and
+        the manifest (one small read) says which one readers see.
+        """
+        docs = sorted(d for d, idx in wanted.items() if idx)
+        if not docs:
+            return {}
+        self._fresh()
+        all_idx = sorted({i for d in docs for i in wanted[d]})
+        parts: list[dict[str, Any]] = [{DOC_ID: docs[0]} if len(docs) == 1 else {DOC_ID: {"$in": docs}}]
+        if len(all_idx) <= 256:
+            parts.append({INDEX: {"$in": all_idx}})
+        if where:
+            parts.append(where)
+        query = parts[0] if len(parts) == 1 else {"$and": parts}
+        with _store_errors("reading sentences"):
+            got = self.collection.get(where=query, include=include)
+        mds = [dict(md or {}) for md in got["metadatas"]]
+        versioned = {str(md.get(DOC_ID)) for md in mds if VERSION in md}
+        records = self._manifest_records(versioned) if versioned else {}
+        vecs = got.get("embeddings") if embeddings else None
+        out: dict[tuple[str, int], tuple[str, str, dict[str, Any], Any]] = {}
+        texts = got.get("documents") or [""] * len(got["ids"])
+        for j, (rid, text, md) in enumerate(zip(got["ids"], texts, mds, strict=True)):
+            d, i = str(md.get(DOC_ID)), int(md.get(INDEX, -1))
+            if i not in wanted.get(d, ()):
+                continue
+            rec = records.get(d)
+            if rec is not None and not _is_visible(md, rec):
+                continue
+            vec = np.asarray(vecs[j], dtype=np.float32) if vecs is not None else None
+            out[(d, i)] = (rid, text or "", md, vec)
         return out
 
     def _get(self, doc_id: str, indices: Iterable[int], embeddings: bool) -> dict[int, tuple[Sentence, Any]]:
         return self.get_many({doc_id: indices}, embeddings=embeddings)[str(doc_id)]
 
     def document_sentences(self, doc_id: str) -> list[Sentence]:
-        """All stored sentences of a document, in order."""
-        got = self.collection.get(where={DOC_ID: doc_id}, include=["documents", "metadatas"])
-        sents = [sentence_from_metadata(t or "", md) for t, md in zip(got["documents"], got["metadatas"], strict=True)]
-        return sorted(sents, key=lambda s: s.index)
+        """All stored sentences of a document's visible version, in order."""
+        found = self._current_sentences(doc_id, {DOC_ID: doc_id}, ["documents", "metadatas"], False)
+        return sorted((s for s, _ in found), key=lambda s: s.index)
 
     def document_embeddings(self, doc_id: str) -> tuple[list[Sentence], np.ndarray]:
-        """All stored sentences of a document and their vectors, in order."""
-        got = self.collection.get(where={DOC_ID: doc_id}, include=["documents", "metadatas", "embeddings"])
-        pairs = sorted(
-            (
-                (sentence_from_metadata(t or "", md), np.asarray(v, dtype=np.float32))
-                for t, md, v in zip(got["documents"], got["metadatas"], got["embeddings"], strict=True)
-            ),
-            key=lambda p: p[0].index,
-        )
+        """All stored sentences of a document's visible version and their vectors, in order."""
+        found = self._current_sentences(doc_id, {DOC_ID: doc_id}, ["documents", "metadatas", "embeddings"], True)
+        pairs = sorted(found, key=lambda p: p[0].index)
         if not pairs:
             return [], np.zeros((0, 0), dtype=np.float32)
         return [p[0] for p in pairs], np.stack([p[1] for p in pairs])
+
+    def sentence_records(self, doc_id: str, indices: Iterable[int]) -> dict[int, tuple[str, str, dict[str, Any]]]:
+        """Visible stored records of a document's sentences by index: ``(id, text, metadata)``.
+
+        For callers holding a sentence's address rather than its record id (record ids carry
+        the write's version, ``doc_id:index@VERSION``).
+        """
+        idx = sorted({int(i) for i in indices if int(i) >= 0})
+        if not idx:
+            return {}
+        where = {"$and": [{DOC_ID: doc_id}, {INDEX: {"$in": idx}}]}
+        return {
+            int(md[INDEX]): (rid, text, md)
+            for rid, text, md, _ in self._current_records(doc_id, where, ["documents", "metadatas"], False)
+        }
+
+    def _current_sentences(
+        self, doc_id: str, where: dict[str, Any], include: list[str], embeddings: bool
+    ) -> list[tuple[Sentence, Any]]:
+        """Sentences of ``doc_id`` matching ``where``, only those of the version readers see."""
+        return [
+            (sentence_from_metadata(text, md), vec) for _, text, md, vec in self._current_records(
+                doc_id, where, include, embeddings
+            )
+        ]
+
+    def _current_records(
+        self, doc_id: str, where: dict[str, Any], include: list[str], embeddings: bool
+    ) -> list[tuple[str, str, dict[str, Any], Any]]:
+        """Records of ``doc_id`` matching ``where``, only those of the version readers see.
+
+        While a document is being replaced both versions are stored; the manifest says
+        which one is visible (one extra small read, only when versioned sentences exist).
+        """
+        self._fresh()
+        with _store_errors(f"reading document {doc_id!r}"):
+            got = self.collection.get(where=where, include=include)
+        mds = [dict(md or {}) for md in got["metadatas"]]
+        rec: dict[str, Any] | None = None
+        if any(VERSION in md for md in mds) and self.manifest is not None:
+            rec = self._manifest_records([doc_id]).get(doc_id)
+        vecs = got.get("embeddings") if embeddings else None
+        out = []
+        for j, (rid, text, md) in enumerate(zip(got["ids"], got["documents"], mds, strict=True)):
+            if rec is not None and not _is_visible(md, rec):
+                continue
+            vec = np.asarray(vecs[j], dtype=np.float32) if vecs is not None else None
+            out.append((rid, text or "", md, vec))
+        return out
+
+
+def _is_visible(metadata: dict[str, Any], record: dict[str, Any] | None) -> bool:
+    """Whether a stored sentence is part of what readers see (see the module docstring)."""
+    if record is None:
+        return True  # written by another tool without a manifest: trust it
+    if record.get(STATE) != _COMPLETE:
+        return False
+    return _is_current(metadata, record, record.get(VERSION))
+
+
+def _is_current(metadata: dict[str, Any], record: dict[str, Any], committed: Any) -> bool:
+    """Whether a sentence belongs to the committed version ``committed`` of its document."""
+    if committed:
+        return metadata.get(VERSION) == committed
+    if record.get(STATE) != _COMPLETE:
+        return False  # a document that never completed has no version to keep
+    # a record written before versions existed: its sentences carry no version, same hash
+    return VERSION not in metadata and metadata.get(DOC_HASH, record.get(DOC_HASH)) == record.get(DOC_HASH)
+
+
+@contextmanager
+def _store_errors(what: str) -> Iterator[None]:
+    """Turn anything the Chroma client raises into :class:`StoreError` (saying what was being done)."""
+    try:
+        yield
+    except (StoreError, StoreMismatchError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - chromadb raises many kinds for one dead server
+        raise StoreError(f"store failed while {what}: {type(exc).__name__}: {_one_line(exc)}") from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _local_path(collection: Any) -> str | None:
+    """The folder of a PersistentClient's collection (``None`` for a server or in memory)."""
+    try:
+        settings = collection._client.get_settings()
+    except Exception:  # noqa: BLE001 - not a chromadb collection (or an older client)
+        return None
+    path = getattr(settings, "persist_directory", None)
+    if not getattr(settings, "is_persistent", False) or not path or not Path(path, "chroma.sqlite3").exists():
+        return None
+    return str(path)
+
+
+def _signature(path: str) -> tuple[Any, ...]:
+    """What changes whenever any process writes the store: the SQLite files' size and mtime."""
+    out: list[Any] = []
+    for name in ("chroma.sqlite3", "chroma.sqlite3-wal"):
+        try:
+            st = os.stat(os.path.join(path, name))
+        except OSError:
+            out.append(None)
+        else:
+            out.append((st.st_mtime_ns, st.st_size, st.st_ino))
+    return tuple(out)
+
+
+def _recent(signature: tuple[Any, ...], within_s: float = 0.05) -> bool:
+    newest = max((part[0] for part in signature if part is not None), default=0)
+    return time.time_ns() - newest < within_s * 1e9
 
 
 def _space(collection: Any) -> str:
@@ -445,6 +848,7 @@ __all__ = [
     "INDEX",
     "MEMORY",
     "ChromaSentenceStore",
+    "StoreError",
     "StoreMismatchError",
     "content_hash",
     "make_client",

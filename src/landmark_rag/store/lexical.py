@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from landmark_rag.store.analyzer import ANALYZER_VERSION, language_name, make_analyzer
-from landmark_rag.store.schema import DOC_HASH, DOC_ID, sentence_from_metadata
+from landmark_rag.store.schema import DOC_HASH, DOC_ID, INDEX, VERSION, sentence_from_metadata, sentence_id
 from landmark_rag.types import Hit
 
 LEXICAL_DIR = "landmark_lexical"
@@ -237,10 +237,14 @@ class StoreLexicalIndex:
             return snap
 
     def _wanted(self) -> dict[str, tuple[str, int | None]]:
-        """Documents the index should hold: ``doc_id -> (key, expected number of sentences)``."""
+        """Documents the index should hold: ``doc_id -> (key, expected number of sentences)``.
+
+        The key is the committed ``doc_version`` (records written before versions existed:
+        the ``doc_hash``); only the sentences of that version are indexed.
+        """
         manifest_docs = self.store.documents(include_incomplete=True) if self.store.manifest is not None else {}
         wanted = {
-            d: (str(md.get(DOC_HASH, "")), int(md["n_sentences"]) if "n_sentences" in md else None)
+            d: (str(md.get(VERSION) or md.get(DOC_HASH, "")), int(md["n_sentences"]) if "n_sentences" in md else None)
             for d, md in manifest_docs.items()
             if md.get("state") == _COMPLETE
         }
@@ -274,12 +278,18 @@ class StoreLexicalIndex:
             for sid, text, md in zip(got["ids"], got["documents"], got["metadatas"], strict=True):
                 md = md or {}
                 d = str(md.get(DOC_ID))
-                if d in per:
-                    per[d].append((int(md.get("sentence_index", 0)), sid, text or ""))
+                if d not in per:
+                    continue
+                key = wanted[d][0]
+                if not key.startswith(_SCANNED):
+                    # only the committed version (a replace in progress stores two): the
+                    # store's visibility rule, see store/chroma.py
+                    if str(md.get(VERSION) or md.get(DOC_HASH, "")) != key:
+                        continue
+                    sid = sentence_id(d, int(md.get(INDEX, 0)))  # versioned record id -> sentence key
+                per[d].append((int(md.get(INDEX, 0)), sid, text or ""))
             for d, sents in per.items():
-                key, n = wanted[d]
-                if n is not None and len(sents) != n:
-                    continue  # being rewritten right now: left out, the next sync retries
+                key = wanted[d][0]
                 sents.sort()
                 rows = [[vocab.setdefault(t, len(vocab)) for t in self.analyze(text)] for _, _, text in sents]
                 out[d] = _Doc(
@@ -368,7 +378,7 @@ class StoreLexicalIndex:
             if not ranked:
                 break
             ids = [snap.index.ids[r] for r, _ in ranked]
-            keep = set(self.store.collection.get(ids=ids, where=where, include=[])["ids"])
+            keep = self.store.keys_matching(ids, where)
             out.extend((i, s) for i, (_, s) in zip(ids, ranked, strict=True) if i in keep)
             done, limit = done + len(ranked), limit * 4
         return out[:n]
@@ -413,7 +423,7 @@ class StoreLexicalIndex:
     @staticmethod
     def _stale(snap: _Snapshot, hit: Hit) -> bool:
         doc = snap.docs.get(str(hit.sentence.doc_id))
-        stored = hit.metadata.get(DOC_HASH)
+        stored = hit.metadata.get(VERSION) or hit.metadata.get(DOC_HASH)
         return doc is not None and stored is not None and not doc.key.startswith(_SCANNED) and doc.key != stored
 
 

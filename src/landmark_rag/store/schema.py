@@ -17,12 +17,47 @@ START = "start"
 END = "end"
 SPACE_BEFORE = "space_before"
 DOC_HASH = "doc_hash"
+#: Which write of its document a sentence belongs to (see the store's replace protocol);
+#: absent on sentences written by other tools or by versions before the protocol had it.
+VERSION = "doc_version"
 SCHEMA_KEYS = (DOC_ID, INDEX, START, END, SPACE_BEFORE, DOC_HASH)
+#: Every key the store itself may put on a sentence (``SCHEMA_KEYS`` are always there).
+STORE_KEYS = (*SCHEMA_KEYS, VERSION)
+
+#: Keys of a manifest record that the store writes next to the user's metadata.
+STATE = "state"
+N_SENTENCES = "n_sentences"
+#: Set while a write of the document may have left sentences of another version behind.
+DIRTY = "dirty"
+MANIFEST_KEYS = (DOC_HASH, STATE, N_SENTENCES, VERSION, DIRTY)
 
 
-def sentence_id(doc_id: str, index: int) -> str:
-    """Deterministic id of a sentence: re-ingesting a document overwrites the same ids."""
-    return f"{doc_id}:{index}"
+def sentence_id(doc_id: str, index: int, version: str | None = None) -> str:
+    """Id of a sentence: ``doc_id:index``, or ``doc_id:index@version`` for a versioned write.
+
+    The core store writes each new version of a document under new ids next to the old
+    ones (the old version stays readable until the new one is complete); frameworks that
+    write nodes themselves (LlamaIndex) use the plain deterministic form.
+    """
+    return f"{doc_id}:{index}" if not version else f"{doc_id}:{index}@{version}"
+
+
+def sentence_key(record_id: str) -> str:
+    """A record id without its version: ``doc_id:index@version`` -> ``doc_id:index``.
+
+    The key names a sentence whatever write stored it (hybrid search fuses candidates on it);
+    ids of another form (records written by other tools) are returned unchanged.
+    """
+    head, sep, tail = record_id.rpartition(":")
+    index, at, _ = tail.partition("@")
+    return f"{head}:{index}" if sep and at and index.isdigit() else record_id
+
+
+def parse_sentence_key(key: str) -> tuple[str, int] | None:
+    """``(doc_id, index)`` from a key ``doc_id:index`` (or a versioned id); ``None`` for other ids."""
+    head, sep, tail = key.rpartition(":")
+    index = tail.partition("@")[0]
+    return (head, int(index)) if sep and head and index.isdigit() else None
 
 
 def flat_metadata(metadata: dict[str, Any] | None) -> dict[str, str | int | float | bool]:
@@ -43,7 +78,10 @@ def flat_metadata(metadata: dict[str, Any] | None) -> dict[str, str | int | floa
 
 
 def sentence_metadata(
-    sentence: Sentence, doc_hash: str | None = None, extra: dict[str, Any] | None = None
+    sentence: Sentence,
+    doc_hash: str | None = None,
+    extra: dict[str, Any] | None = None,
+    version: str | None = None,
 ) -> dict[str, str | int | float | bool]:
     """Metadata stored with one sentence (user metadata first; schema keys win)."""
     if sentence.doc_id is None:
@@ -58,6 +96,8 @@ def sentence_metadata(
     })
     if doc_hash is not None:
         md[DOC_HASH] = doc_hash
+    if version:
+        md[VERSION] = version
     return md
 
 
@@ -84,5 +124,5 @@ def user_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
     return {
         k: v
         for k, v in metadata.items()
-        if k not in SCHEMA_KEYS and not k.startswith("_") and k not in ("document_id", "ref_doc_id")
+        if k not in STORE_KEYS and not k.startswith("_") and k not in ("document_id", "ref_doc_id")
     }

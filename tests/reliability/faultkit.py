@@ -1,0 +1,156 @@
+"""Tools of the fault suite: a corpus in two versions, real subprocesses, a real Chroma server.
+
+Nothing here is a stub: the store is a real Chroma PersistentClient or a real ``chroma run``
+server on 127.0.0.1, the CLI runs as a separate ``landmark-rag`` process, and faults are real
+(SIGKILL, a server process stopped, a store call that raises). The model is a tiny random BERT
+(tests/conftest.py ``tiny_bert_dir``) so that the cost is process start-up, not encoding.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+SRC = REPO / "src"
+EXCERPT = REPO / "tests" / "data" / "squad_excerpt.json"
+LAUNCHER = HERE / "kill_launcher.py"
+CHROMA = Path(sys.executable).with_name("chroma")
+
+
+# ---------------------------------------------------------------------------- corpus
+def paragraphs() -> list[str]:
+    """Real SQuAD paragraphs (the 9 of tests/data/squad_excerpt.json), the fault corpus's texts."""
+    data = json.loads(EXCERPT.read_text(encoding="utf-8"))["data"]
+    return [p["context"] for art in data for p in art["paragraphs"]]
+
+
+def corpus_versions(n_docs: int = 6) -> tuple[dict[str, str], dict[str, str]]:
+    """Version 1 and version 2 of ``n_docs`` files: v2 changes every file and its sentence count."""
+    paras = paragraphs()
+    v1 = {f"doc{i:02d}.txt": paras[i % len(paras)] + "\n\n" + paras[(i + 1) % len(paras)] for i in range(n_docs)}
+    v2 = {name: text.split("\n\n")[1] + " An added closing sentence for version two." for name, text in v1.items()}
+    return v1, v2
+
+
+def write_corpus(folder: Path, texts: dict[str, str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in texts.items():
+        (folder / name).write_text(text, encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------- processes
+def env() -> dict[str, str]:
+    out = dict(os.environ)
+    out["PYTHONPATH"] = str(SRC) + os.pathsep + out.get("PYTHONPATH", "")
+    out["TOKENIZERS_PARALLELISM"] = "false"
+    out["NO_COLOR"] = "1"
+    return out
+
+
+def cli(
+    *args: str, kill_at: str | None = None, extra_env: dict[str, str] | None = None, timeout: float = 300, **kw: Any
+) -> subprocess.CompletedProcess:
+    """Run ``landmark-rag ARGS`` in a fresh process; ``kill_at="point:n"`` SIGKILLs it there."""
+    e = {**env(), **(extra_env or {})}
+    if kill_at:
+        e["LANDMARK_RAG_TEST_KILL_AT"] = kill_at
+    return subprocess.run(
+        [sys.executable, str(LAUNCHER), *args], capture_output=True, text=True, env=e, timeout=timeout, **kw
+    )
+
+
+def popen_cli(*args: str, **kw: Any) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(LAUNCHER), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env(), **kw,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class ChromaServer:
+    """A real ``chroma run`` on 127.0.0.1 that can be stopped and started again on its data."""
+
+    path: Path
+    port: int
+    proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 60) -> None:
+        log = (self.path.parent / f"chroma-{self.port}.log").open("ab")
+        self.proc = subprocess.Popen(
+            [str(CHROMA), "run", "--host", "127.0.0.1", "--port", str(self.port), "--path", str(self.path)],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.alive():
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"chroma server exited with {self.proc.returncode}")
+            time.sleep(0.2)
+        raise TimeoutError("chroma server did not answer its heartbeat")
+
+    def alive(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.url + "/api/v2/heartbeat", timeout=1) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def stop(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=30)
+        self.proc = None
+
+
+# ---------------------------------------------------------------------------- checks
+def visible_state(store: Any) -> dict[str, str]:
+    """What a reader sees: document id -> the text of its visible version (from its sentences).
+
+    Also asserts the reader-side invariants: each visible document is complete (its sentences
+    are exactly 0..n-1 of the manifest's count) and every sentence is an exact slice of the
+    stored document text.
+    """
+    out = {}
+    for doc_id, md in store.documents().items():
+        sents = store.document_sentences(doc_id)
+        assert [s.index for s in sents] == list(range(md["n_sentences"])), (doc_id, len(sents), md)
+        text = store.document_text(doc_id)
+        for s in sents:
+            assert text[s.start : s.end] == s.text, (doc_id, s.index)
+        out[doc_id] = text
+    return out
+
+
+def search_duplicates(store: Any, vector: Any, k: int) -> list[tuple[str, int]]:
+    """(doc_id, index) pairs that a search returns more than once (should be none)."""
+    hits = store.query(vector, k)
+    counts = Counter((h.sentence.doc_id, h.sentence.index) for h in hits)
+    return [key for key, n in counts.items() if n > 1]
+
+
+def sentence_ids_by_doc(store: Any) -> Counter:
+    got = store.collection.get(include=["metadatas"])
+    return Counter(md["doc_id"] for md in got["metadatas"])

@@ -1,0 +1,70 @@
+"""A long-lived reader process (a web app's retriever) watching a local store while another
+process writes to it. Opens the store once, then searches in a loop until ``STOP_FILE``
+exists; prints one JSON line per observation and a final line.
+
+Usage: reader_probe.py DB STOP_FILE NEW_DOC_ID [--no-refresh]
+
+``--no-refresh`` disables the store's reopen-on-change (to measure what a reader without it
+sees; docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from landmark_rag.store import ChromaSentenceStore
+
+
+def observe(store: ChromaSentenceStore) -> dict:
+    """One reader's view: visible documents' texts, and the invariants of a search over all."""
+    docs = store.documents()
+    texts = {}
+    for doc_id, md in docs.items():
+        sents = store.document_sentences(doc_id)
+        text = store.document_text(doc_id) or ""
+        assert [s.index for s in sents] == list(range(md["n_sentences"])), doc_id
+        assert all(text[s.start : s.end] == s.text for s in sents), doc_id
+        texts[doc_id] = text
+    vec = np.ones(store.collection.get(limit=1, include=["embeddings"])["embeddings"].shape[1], dtype=np.float32)
+    hits = store.query(vec, 1000)
+    keys = [(h.sentence.doc_id, h.sentence.index) for h in hits]
+    assert len(keys) == len(set(keys)), "duplicate hits"
+    first = sorted(docs)[0]
+    filtered = store.query(vec, 5, where={"doc_id": first})  # stale readers failed here
+    assert filtered and all(h.sentence.doc_id == first for h in filtered)
+    return {"texts": texts, "hits": len(hits)}
+
+
+def main() -> None:
+    db, stop_file, new_doc = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+    if "--no-refresh" in sys.argv[4:]:
+        ChromaSentenceStore._fresh = lambda self: None
+    store = ChromaSentenceStore.open(db, "landmark", create=False)
+    n, errors = 0, []
+    while not stop_file.exists():
+        try:
+            view = observe(store)
+            print(json.dumps({"texts": view["texts"]}), flush=True)
+            n += 1
+        except Exception as exc:  # noqa: BLE001 - reported to the test
+            errors.append(f"{type(exc).__name__}: {exc}")
+        time.sleep(0.1)
+    report: dict = {"observations": n, "errors": errors, "final": None, "new_doc_found": False}
+    try:
+        report["final"] = observe(store)["texts"]
+        # the new document must be searchable, not only counted: its own vector finds it first
+        vecs = store.get_embeddings(new_doc, [0])
+        top = store.query(vecs[0], 1) if vecs else []
+        report["new_doc_found"] = bool(top) and top[0].sentence.doc_id == new_doc and top[0].sentence.index == 0
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        errors.append(f"final: {type(exc).__name__}: {exc}")
+    print(json.dumps(report), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""Which model a collection gets: readers never record one, every writer does, and a
+collection that records none is refused with a message saying how to name the model.
+
+The collection is written the way the issue found it: a LlamaIndex pipeline without
+``ReplaceDocuments`` (LlamaIndex writes the nodes itself and records nothing).
+"""
+
+from __future__ import annotations
+
+import chromadb
+import pytest
+from reliability.faultkit import paragraphs
+from typer.testing import CliRunner
+
+from landmark_rag.cli import _register, app
+from landmark_rag.index import LandmarkIndex
+from landmark_rag.ingest import ModelNotRecordedError
+from landmark_rag.store import ChromaSentenceStore
+
+_register()
+RUNNER = CliRunner()
+
+
+def unmarked_llama_collection(db, encoder) -> None:
+    from llama_index.core import Document
+    from llama_index.core.ingestion import IngestionPipeline
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+    from landmark_rag.llama_index import LandmarkEmbedding, LandmarkNodeParser
+
+    vs = ChromaVectorStore(chroma_collection=chromadb.PersistentClient(path=str(db)).get_or_create_collection("llama"))
+    pipeline = IngestionPipeline(transformations=[LandmarkNodeParser(), LandmarkEmbedding(encoder=encoder)], vector_store=vs)
+    pipeline.run(documents=[Document(text=p, id_=f"p{i}") for i, p in enumerate(paragraphs()[:3])])
+
+
+def recorded(db) -> dict:
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    SharedSystemClient.clear_system_cache()
+    return ChromaSentenceStore.open(db, "llama", create=False).identity()
+
+
+def test_readers_never_record_and_unmarked_collections_are_refused(tmp_path, tiny_bert_dir, tiny_encoder):
+    from langchain_core.documents import Document as LCDocument
+
+    from landmark_rag.langchain import LandmarkEmbeddings, LandmarkRetriever
+
+    db = tmp_path / "db"
+    encoder = tiny_encoder(pooling="landmark")
+    unmarked_llama_collection(db, encoder)
+    assert recorded(db) == {}
+
+    # CLI: refused without --model (exit 2, one line naming how), answered with it; nothing recorded
+    refused = RUNNER.invoke(app, ["query", "Who?", "--db", str(db), "--collection", "llama"])
+    assert refused.exit_code == 2 and "records no model" in refused.output and "--model NAME" in refused.output
+    named = RUNNER.invoke(
+        app, ["query", "Who?", "--db", str(db), "--collection", "llama", "--model", str(tiny_bert_dir), "--json"]
+    )
+    assert named.exit_code == 0, named.output
+    assert recorded(db) == {}
+
+    # core and LangChain: the same rule
+    with pytest.raises(ModelNotRecordedError):
+        LandmarkIndex.open(db, collection="llama")
+    reader = LandmarkIndex.open(db, collection="llama", model=str(tiny_bert_dir), overrides={"pooling": "landmark"})
+    assert reader.search("Who?", k=2)
+    with pytest.raises(ModelNotRecordedError):
+        LandmarkRetriever(persist_directory=str(db), collection_name="llama").invoke("Who?")
+    emb = LandmarkEmbeddings.from_encoder(encoder)
+    assert LandmarkRetriever(persist_directory=str(db), collection_name="llama", embeddings=emb, k=2).invoke("Who?")
+    assert recorded(db) == {}
+
+    # the first write records the model; another model is refused from then on
+    writer = LandmarkRetriever(persist_directory=str(db), collection_name="llama", embeddings=emb)
+    writer.add_documents([LCDocument(page_content=paragraphs()[4], id="lc")])
+    identity = recorded(db)
+    assert identity["model_name"] == encoder.config.model_name and identity["pooling"] == "landmark"
+    assert identity["weights_fingerprint"] == encoder.config.weights_fingerprint
+    other = RUNNER.invoke(
+        app, ["query", "Who?", "--db", str(db), "--collection", "llama", "--model", str(tiny_bert_dir), "--json"]
+    )
+    assert other.exit_code == 3 and "pooling" in other.output  # the CLI's tiny model pools per sentence
