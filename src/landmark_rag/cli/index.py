@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
@@ -91,12 +92,7 @@ def index_command(
             report.pruned = prune_missing(store, roots)
         _finish(report, store)
     except StoreError as exc:
-        done = getattr(exc, "report", None)
-        written = len(done.with_status("indexed", "updated")) if done is not None else 0
-        fail(
-            f"{exc}. {written} document(s) were written before the failure; every other document keeps its "
-            "previous version. Run the same command again when the store is reachable."
-        )
+        _store_failed(exc)
 
 
 def _finish(report, store) -> None:
@@ -171,13 +167,19 @@ def _index_on_ray(paths, db, address, workers, gpus_per_worker, *, model, glob, 
     except StoreMismatchError as exc:
         fail(str(exc), EXIT_MISMATCH)
     except StoreError as exc:
-        done = getattr(exc, "report", None)
-        written = len(done.with_status("indexed", "updated")) if done is not None else 0
-        fail(
-            f"{exc}. {written} document(s) were written before the failure; every other document keeps its "
-            "previous version. Run the same command again when the store is reachable."
-        )
+        _store_failed(exc)
     except (FileNotFoundError, ModelNotFoundError, RayConnectionError, StoreUnavailableError, ValueError) as exc:
         fail(str(exc))
     store = ChromaSentenceStore.open(collection_name=collection, client=make_client(db), create=False)
     _finish(report, store)
+
+
+def _store_failed(exc: Exception) -> NoReturn:
+    """One line for a store failure mid-run (local or ``--ray``): how much was written, and that
+    every other document keeps its previous version, so re-running the command is safe."""
+    done = getattr(exc, "report", None)
+    written = len(done.with_status("indexed", "updated")) if done is not None else 0
+    fail(
+        f"{exc}. {written} document(s) were written before the failure; every other document keeps its "
+        "previous version. Run the same command again when the store is reachable."
+    )
