@@ -13,11 +13,8 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from landmark_rag.cli import _register, app
+from servers import free_port, running_chroma
 
 _register()
 RUNNER = CliRunner()
@@ -322,41 +320,10 @@ def test_moved_model_directory(tiny_bert_dir: Path, excerpt_articles, tmp_path: 
 
 
 # ---------------------------------------------------------------------------- server mode
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def chroma_server(tmp_path: Path):
-    exe = Path(sys.executable).parent / "chroma"
-    if not exe.exists():
-        pytest.skip("the chroma console script is not installed next to this Python")
-    port = _free_port()
-    proc = subprocess.Popen(
-        [str(exe), "run", "--path", str(tmp_path / "server-data"), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("chroma server did not start") from None
-                time.sleep(0.2)
+    with running_chroma(tmp_path / "server-data") as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_server_mode(chroma_server: str, corpus: Path) -> None:
@@ -376,7 +343,7 @@ def test_server_mode(chroma_server: str, corpus: Path) -> None:
 
 
 def test_unreachable_server_is_a_clear_error() -> None:
-    result = cli("query", "x", "--db", f"http://127.0.0.1:{_free_port()}", ok=False)
+    result = cli("query", "x", "--db", f"http://127.0.0.1:{free_port()}", ok=False)
     assert result.exit_code == 1 and "cannot open the store" in result.stderr
 
 

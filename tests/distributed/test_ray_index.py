@@ -13,11 +13,9 @@ the ``ray`` collection that the re-run tests then change.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +30,7 @@ from landmark_rag.distributed import RayConnectionError, StoreUnavailableError, 
 from landmark_rag.ingest import discover_files, index_files  # noqa: E402
 from landmark_rag.store import ChromaSentenceStore, make_client  # noqa: E402
 from landmark_rag.store.schema import sentence_key  # noqa: E402
+from servers import free_port, running_chroma  # noqa: E402
 
 _register()
 RUNNER = CliRunner()
@@ -40,41 +39,10 @@ OVERRIDES = {"pooling": "landmark"}  # in-context vectors: every sentence depend
 SRC = Path(__import__("landmark_rag").__file__).resolve().parents[1]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def chroma_url(tmp_path_factory: pytest.TempPathFactory):
-    exe = Path(sys.executable).parent / "chroma"
-    if not exe.exists():
-        pytest.skip("the chroma console script is not installed next to this Python")
-    port = _free_port()
-    proc = subprocess.Popen(
-        [str(exe), "run", "--host", "127.0.0.1", "--port", str(port), "--path", str(tmp_path_factory.mktemp("srv"))],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("chroma server did not start") from None
-                time.sleep(0.2)
+    with running_chroma(tmp_path_factory.mktemp("srv")) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -223,7 +191,7 @@ def test_worker_fault_mid_run_loses_and_duplicates_nothing(
 # ---------------------------------------------------------------------------- bad input
 def test_unreachable_server_is_a_clear_error(corpus: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(StoreUnavailableError, match="cannot open the store"):
         ray_index([corpus], url, show_progress=False)
     result = RUNNER.invoke(app, ["index", str(corpus), "--db", url, "--ray", "local", "--workers", "2", "-q"])
@@ -232,7 +200,7 @@ def test_unreachable_server_is_a_clear_error(corpus: Path, tmp_path: Path, monke
 
 
 def test_unanswering_ray_address_is_a_clear_error(chroma_url: str, corpus: Path) -> None:
-    address = f"ray://127.0.0.1:{_free_port()}"
+    address = f"ray://127.0.0.1:{free_port()}"
     t0 = time.monotonic()
     with pytest.raises(RayConnectionError, match="no Ray cluster answers"):
         ray_index([corpus], chroma_url, collection="never", ray_address=address, show_progress=False)
