@@ -148,7 +148,10 @@ def load_hf(path: str, *, dtype: torch.dtype, trust_remote_code: bool, attn_impl
                 path, dtype=dtype, attn_implementation=attn_implementation or "sdpa", use_safetensors=True, **kwargs
             )
         except (ValueError, ImportError) as exc:
-            if attn_implementation or "sdpa" not in str(exc).lower():
+            # e.g. MPNet: "does not support an attention implementation through
+            # torch.nn.functional.scaled_dot_product_attention yet" -> its default (eager)
+            message = str(exc).lower()
+            if attn_implementation or not ("sdpa" in message or "scaled_dot_product_attention" in message):
                 raise
             model = AutoModel.from_pretrained(path, dtype=dtype, use_safetensors=True, **kwargs)
     except OSError as exc:

