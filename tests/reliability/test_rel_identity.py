@@ -1,8 +1,8 @@
 """Which model a collection gets: readers never record one, every writer does, and a
 collection that records none is refused with a message saying how to name the model.
 
-The collection is written the way the issue found it: a LlamaIndex pipeline without
-``ReplaceDocuments`` (LlamaIndex writes the nodes itself and records nothing).
+The unmarked collection is written by the one LlamaIndex path that carries no model (bare
+node texts embedded by ``VectorStoreIndex``); the pipeline paths are in test_rel_llama_identity.py.
 """
 
 from __future__ import annotations
@@ -22,15 +22,19 @@ RUNNER = CliRunner()
 
 
 def unmarked_llama_collection(db, encoder) -> None:
-    from llama_index.core import Document
-    from llama_index.core.ingestion import IngestionPipeline
+    """The one LlamaIndex path that records no model: ``VectorStoreIndex`` embedding bare node
+    texts (the nodes never went through ``LandmarkEmbedding`` as a transformation, so nothing
+    of landmark-rag sees them; see docs/reliability.md, "LlamaIndex writers")."""
+    from llama_index.core import Document, StorageContext, VectorStoreIndex
     from llama_index.vector_stores.chroma import ChromaVectorStore
 
     from landmark_rag.llama_index import LandmarkEmbedding, LandmarkNodeParser
 
     vs = ChromaVectorStore(chroma_collection=chromadb.PersistentClient(path=str(db)).get_or_create_collection("llama"))
-    pipeline = IngestionPipeline(transformations=[LandmarkNodeParser(), LandmarkEmbedding(encoder=encoder)], vector_store=vs)
-    pipeline.run(documents=[Document(text=p, id_=f"p{i}") for i, p in enumerate(paragraphs()[:3])])
+    docs = [Document(text=p, id_=f"p{i}") for i, p in enumerate(paragraphs()[:3])]
+    nodes = LandmarkNodeParser().get_nodes_from_documents(docs)
+    VectorStoreIndex(nodes, storage_context=StorageContext.from_defaults(vector_store=vs),
+                     embed_model=LandmarkEmbedding(encoder=encoder))
 
 
 def recorded(db) -> dict:

@@ -97,7 +97,7 @@ class LandmarkIndex:
         self._identity_recorded = False
         self._source: str | None = None  # the model source to record (set by open)
         if encoder is not None and _identity(store):
-            store.check_identity(encoder.config.identity())  # a recorded identity: compare, never rewrite
+            store.check_identity(encoder.config.identity(), record=False)  # a reader compares, never records
             self._identity_recorded = True
 
     # ------------------------------------------------------------------ opening

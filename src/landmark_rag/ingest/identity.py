@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from landmark_rag.encode.registry import PACKAGED_MODELS, ModelNotFoundError, default_model, packaged_model
+from landmark_rag.store.chroma import IDENTITY_PREFIX
 
 SOURCE_KEY = "landmark_rag_cli:model_source"
 DIM_KEY = "landmark_rag_cli:dim"
@@ -62,7 +63,12 @@ def recorded_model(store: Any) -> tuple[str | None, dict[str, Any]]:
     md = store.collection.metadata or {}
     identity = store.identity()
     name = identity.get("model_name") or None
-    source = md.get(SOURCE_KEY) or name
+    source = md.get(SOURCE_KEY)
+    if not source and not md.get(IDENTITY_PREFIX + "model_name"):
+        # written through LlamaIndex's own vector store: the source LandmarkEmbedding stamped
+        stamps = store.stamped_models() if hasattr(store, "stamped_models") else []
+        source = stamps[0][1] if stamps else None
+    source = source or name
     overrides = {k: identity[k] for k in OVERRIDE_FIELDS if identity.get(k) not in (None, "")}
     if source and Path(source).is_absolute() and not Path(source).exists() and _packaged(name):
         source = name  # packaged models load by name
@@ -108,7 +114,8 @@ class ModelNotRecordedError(ValueError):
     def __init__(self, collection: str) -> None:
         super().__init__(
             f"collection {collection!r} records no model (it was written by a tool that does not record "
-            "one, e.g. a LlamaIndex pipeline without ReplaceDocuments(vector_store, embed_model=...)); "
+            "one, e.g. LlamaIndex embedding bare node texts: VectorStoreIndex(nodes, embed_model=...) on "
+            "nodes that LandmarkEmbedding did not embed as a transformation); "
             "name the model that wrote it: --model NAME on the command line, LandmarkIndex.open(..., "
             "model=NAME), LandmarkRetriever(embeddings=LandmarkEmbeddings(model_name=NAME)) or "
             "LandmarkEmbedding(NAME). Nothing was written."

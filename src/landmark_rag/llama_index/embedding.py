@@ -117,6 +117,20 @@ class LandmarkEmbedding(BaseEmbedding):
         source, overrides = store_model(store)
         return cls(source, encoder_kwargs=overrides, **kwargs)
 
+    def model_stamp(self) -> dict[str, str | int]:
+        """Metadata naming this model, put on every sentence node it embeds as a transformation.
+
+        LlamaIndex's ``ChromaVectorStore`` stores it with the vector, so a collection written
+        without any landmark-rag code at write time (``IngestionPipeline(vector_store=...)``,
+        ``VectorStoreIndex(nodes, storage_context=...)``) still tells every landmark reader
+        which model wrote it, and lets them refuse another (``landmark_rag.store.stamp``).
+        """
+        from landmark_rag.encode.registry import default_model
+        from landmark_rag.ingest.identity import model_source
+        from landmark_rag.store.stamp import model_stamp
+
+        return model_stamp(self.encoder.config.identity(), model_source(self.model_name, default_model()))
+
     def __getstate__(self) -> dict[str, Any]:
         """Pickle the settings, not the model (``IngestionPipeline(num_workers=...)`` pickles
         transformations); a worker reloads the encoder from ``model_name`` on first use."""
@@ -220,13 +234,22 @@ class LandmarkEmbedding(BaseEmbedding):
                 )
             chunks: list[str] = []
             vectors: list[list[float]] = []
+            stamp = self.model_stamp()
             for doc, doc_nodes in zip(encoded, ordered, strict=True):
                 for node, vec in zip(doc_nodes, np.asarray(doc.embeddings, dtype=np.float32), strict=True):
                     node.embedding = vec.tolist()
+                    _stamp(node, stamp)
                     chunks.append(node_text(node))
                     vectors.append(node.embedding)
             event.on_end(payload={EventPayload.CHUNKS: chunks, EventPayload.EMBEDDINGS: vectors})
         dispatcher.event(EmbeddingEndEvent(chunks=chunks, embeddings=vectors))
+
+
+def _stamp(node: BaseNode, stamp: dict[str, str | int]) -> None:
+    """Put the model stamp on a node, hidden from embeddings and prompts like the schema keys."""
+    node.metadata.update(stamp)
+    for keys in (node.excluded_embed_metadata_keys, node.excluded_llm_metadata_keys):
+        keys.extend(k for k in stamp if k not in keys)
 
 
 def rebuild_text(sentences: Sequence[Sentence], doc_id: str | None = None) -> str:

@@ -16,7 +16,8 @@ are the old sentences deleted. Readers that honour the manifest (the core store,
 a kill or an exception at any point leaves the previous version, and the next run finishes
 the job. The pipeline's own ``vector_store.add`` afterwards finds the records already
 stored (Chroma ignores existing ids). With ``embed_model`` the collection records the model
-on its first write and refuses another model afterwards, like every other writer.
+on its first write and refuses another model afterwards, like every other writer (without
+``embed_model``, the model ``LandmarkEmbedding`` stamped on the nodes is used).
 
 ::
 
@@ -39,7 +40,8 @@ from llama_index.core.schema import BaseNode, NodeRelationship, TransformCompone
 from landmark_rag.llama_index.convert import duplicate_id_message, is_sentence_node, node_doc_id, node_to_sentence
 from landmark_rag.llama_index.sources import chroma_collection
 from landmark_rag.store import ChromaSentenceStore, sentence_id, user_metadata
-from landmark_rag.store.schema import DOC_HASH, VERSION
+from landmark_rag.store.schema import DOC_HASH, MODEL_ID, VERSION
+from landmark_rag.store.stamp import read_stamp
 
 _PLACEMENT = (
     "put ReplaceDocuments after the embedding, e.g. transformations=[LandmarkNodeParser(), embed, "
@@ -75,10 +77,9 @@ class ReplaceDocuments(TransformComponent):
         if collection is None:
             raise TypeError(f"ReplaceDocuments needs a ChromaVectorStore, not {type(self.vector_store).__name__}")
         store = ChromaSentenceStore.for_collection(collection, create_manifest=True)
-        if self.embed_model is not None:
-            encoder = getattr(self.embed_model, "encoder", None)
-            if encoder is not None:
-                store.check_identity(encoder.config.identity())  # records it on the first write
+        identity = _identity(self.embed_model, by_doc)
+        if identity:
+            store.check_identity(identity)  # records it on the first write, refuses another model
         for doc_id, doc_nodes in by_doc.items():
             self._write(store, doc_id, doc_nodes)
         return nodes
@@ -110,6 +111,24 @@ class ReplaceDocuments(TransformComponent):
             doc_id, write, n_sentences=len(doc_nodes), doc_hash=str(first.get(DOC_HASH, "")),
             metadata=user_metadata(first), text=rebuild_text(sentences, doc_id),
         )
+
+
+def _identity(embed_model: Any, by_doc: dict[str, list[BaseNode]]) -> dict[str, Any] | None:
+    """The model set-up of the incoming vectors: ``embed_model``'s, else the one
+    ``LandmarkEmbedding`` stamped on the nodes (``landmark_rag.store.stamp``)."""
+    encoder = getattr(embed_model, "encoder", None) if embed_model is not None else None
+    if encoder is not None:
+        return dict(encoder.config.identity())
+    found: dict[str, dict[str, Any]] = {}
+    for doc_nodes in by_doc.values():
+        for n in doc_nodes:
+            stamp = read_stamp(n.metadata)
+            if stamp is not None:
+                found.setdefault(str(n.metadata.get(MODEL_ID)), stamp[0])
+    if len(found) > 1:
+        raise ValueError("ReplaceDocuments received nodes embedded by different model set-ups; "
+                         "embed one store's documents with one LandmarkEmbedding (nothing was written)")
+    return next(iter(found.values()), None)
 
 
 def _sentence_nodes_by_document(nodes: list[BaseNode]) -> dict[str, list[BaseNode]]:

@@ -57,6 +57,7 @@ from landmark_rag.store.schema import (
     sentence_key,
     sentence_metadata,
 )
+from landmark_rag.store.stamp import stamped_models
 from landmark_rag.types import EncodedDocument, Hit, Sentence
 
 DEFAULT_DB = "./landmark_db"
@@ -225,31 +226,57 @@ class ChromaSentenceStore:
         return cls(collection, Collection(client=server, model=model, embedding_function=None))
 
     def identity(self) -> dict[str, Any]:
-        """The model identity recorded on the collection (empty if none)."""
+        """The model identity of the collection (empty if none).
+
+        Recorded on the collection by landmark-rag's writers; for a collection written through
+        LlamaIndex's own ``ChromaVectorStore``, the identity ``LandmarkEmbedding`` stamped on
+        the records (``landmark_rag.store.stamp``), read without recording it. A collection
+        whose records carry another model's stamp (or two models' stamps) is refused with
+        :class:`StoreMismatchError`: its vectors are not comparable with each other.
+        """
+        recorded = self._recorded_identity()
+        stamps = self.stamped_models()
+        reference = recorded or (stamps[0][0] if stamps else {})
+        for other, source in stamps:
+            diff = _identity_diff(reference, other)
+            if diff:
+                lines = ", ".join(f"{k}: {a!r} vs {b!r}" for k, (a, b) in diff.items())
+                raise StoreMismatchError(
+                    f"collection {self.collection.name!r} holds vectors of two model set-ups ({lines}; the other "
+                    f"written through LlamaIndex by {source or other.get('model_name')!r}): they cannot be "
+                    "searched together. Re-index into a new collection with one model."
+                )
+        return dict(reference)
+
+    def _recorded_identity(self) -> dict[str, Any]:
+        """The identity recorded on the collection's metadata by a landmark-rag writer."""
         self._fresh()
         md = self.collection.metadata or {}
         return {k[len(IDENTITY_PREFIX):]: v for k, v in md.items() if k.startswith(IDENTITY_PREFIX)}
 
-    def check_identity(self, identity: dict[str, Any]) -> None:
-        """Record ``identity`` on an unmarked collection, or refuse a different one."""
+    def stamped_models(self) -> list[tuple[dict[str, Any], str | None]]:
+        """``(identity, source)`` of each distinct model stamped on the records (see ``store.stamp``)."""
+        self._fresh()
+        with _store_errors("reading the model stamps"):
+            return stamped_models(self.collection)
+
+    def check_identity(self, identity: dict[str, Any], *, record: bool = True) -> None:
+        """Refuse a model set-up other than the collection's; a writer (``record=True``) also
+        records ``identity`` on a collection that has none recorded (readers pass ``False``)."""
         recorded = self.identity()
         wanted = {k: _scalar(v) for k, v in identity.items()}
-        if not recorded:
-            md = {k: v for k, v in (self.collection.metadata or {}).items() if not k.startswith("hnsw:")}
-            md.update({IDENTITY_PREFIX + k: v for k, v in wanted.items()})
-            self.collection.modify(metadata=md)
-            self._own_write_done()
-            return
-        diff = {
-            k: (recorded.get(k), v) for k, v in wanted.items()
-            if recorded.get(k) != v and not (k in OPTIONAL_IDENTITY and k not in recorded)
-        }
+        diff = _identity_diff(recorded, wanted) if recorded else {}
         if diff:
             lines = ", ".join(f"{k}: store has {a!r}, requested {b!r}" for k, (a, b) in diff.items())
             raise StoreMismatchError(
                 f"collection {self.collection.name!r} was built with a different model set-up ({lines}). "
                 "Use the model it was built with, or index into a new collection."
             )
+        if record and not self._recorded_identity():
+            md = {k: v for k, v in (self.collection.metadata or {}).items() if not k.startswith("hnsw:")}
+            md.update({IDENTITY_PREFIX + k: v for k, v in wanted.items()})
+            self.collection.modify(metadata=md)
+            self._own_write_done()
 
     # ------------------------------------------------------------------ writing
     def add_document(
@@ -761,6 +788,14 @@ class ChromaSentenceStore:
             vec = np.asarray(vecs[j], dtype=np.float32) if vecs is not None else None
             out.append((rid, text or "", md, vec))
         return out
+
+
+def _identity_diff(recorded: dict[str, Any], wanted: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """Fields where ``wanted`` differs from ``recorded`` (optional fields only where both have them)."""
+    return {
+        k: (recorded.get(k), v) for k, v in wanted.items()
+        if recorded.get(k) != v and not (k in OPTIONAL_IDENTITY and k not in recorded)
+    }
 
 
 def _is_visible(metadata: dict[str, Any], record: dict[str, Any] | None) -> bool:

@@ -20,9 +20,13 @@ DOC_HASH = "doc_hash"
 #: Which write of its document a sentence belongs to (see the store's replace protocol);
 #: absent on sentences written by other tools or by versions before the protocol had it.
 VERSION = "doc_version"
+#: The model that embedded the sentence, on records written without the store (a LlamaIndex
+#: ``ChromaVectorStore``): see ``landmark_rag.store.stamp``.
+MODEL = "landmark_model"
+MODEL_ID = "landmark_model_id"
 SCHEMA_KEYS = (DOC_ID, INDEX, START, END, SPACE_BEFORE, DOC_HASH)
 #: Every key the store itself may put on a sentence (``SCHEMA_KEYS`` are always there).
-STORE_KEYS = (*SCHEMA_KEYS, VERSION)
+STORE_KEYS = (*SCHEMA_KEYS, VERSION, MODEL, MODEL_ID)
 
 #: Keys of a manifest record that the store writes next to the user's metadata.
 STATE = "state"
