@@ -124,15 +124,28 @@ def test_ray_index_equals_single_process(ray_session, chroma_url: str, corpus: P
 
 
 def test_cli_unchanged_rerun_encodes_nothing(ray_session, chroma_url: str, corpus: Path) -> None:
-    """No --model: the store's recorded model (with its pooling) is used; nothing is encoded."""
+    """No --model: the store's recorded model (with its pooling) is used; nothing is encoded.
+
+    One document is left as a run killed after its commit leaves it (``dirty``, with sentences
+    of an older version still stored): the run finishes it, as the local path does.
+    """
     before = _contents(chroma_url, "ray")
+    store = ChromaSentenceStore.open(client=make_client(chroma_url), collection_name="ray", create=False)
+    doc = "oxygen.txt"
+    got = store.collection.get(where={"doc_id": doc}, limit=2, include=["documents", "metadatas", "embeddings"])
+    stale = [f"{sentence_key(i)}@old" for i in got["ids"]]
+    store.collection.add(ids=stale, documents=got["documents"], embeddings=got["embeddings"],
+                         metadatas=[{**m, "doc_version": "old"} for m in got["metadatas"]])
+    store.manifest.update(ids=[doc], metadatas=[{"dirty": True}])
     result = RUNNER.invoke(app, ["index", str(corpus), "--db", chroma_url, "--collection", "ray",
                                  "--ray", "local", "--workers", "2", "-q"])
     assert result.exit_code == 0, result.output
     assert "0 new, 0 updated (0 sentences)" in result.stdout
     assert "nothing to encode" in result.stdout and "unchanged  3" in result.stdout
-    after = _contents(chroma_url, "ray")
+    after = _contents(chroma_url, "ray")  # one version per sentence: the stale ones are gone
     assert sorted(after) == sorted(before)
+    assert store.collection.get(ids=stale)["ids"] == []
+    assert not any(r.get("dirty") for r in store.documents(include_incomplete=True).values())
 
 
 def test_changed_file_reencodes_only_that_file(ray_session, chroma_url: str, corpus: Path) -> None:
@@ -186,6 +199,44 @@ def test_worker_fault_mid_run_loses_and_duplicates_nothing(
         np.testing.assert_allclose(ours[sid][2], vec, atol=1e-5)
     store = ChromaSentenceStore.open(client=make_client(chroma_url), collection_name=collection, create=False)
     assert all(r["state"] == "complete" for r in store.documents(include_incomplete=True).values())
+
+
+def test_cli_ray_store_failure_stops_with_one_line(ray_session, corpus: Path, tmp_path: Path, tiny_bert_dir,
+                                                   monkeypatch) -> None:
+    """``index --ray`` into a local folder (the driver writes): the store's sentence upsert fails
+    from the 2nd document on (a real Chroma collection whose call raises ConnectionError). The
+    run stops with exit code 1 and one line; the re-run completes the index exactly."""
+    from chromadb.api.models.Collection import Collection
+
+    db = tmp_path / "db"
+    upsert, calls = Collection.upsert, []
+
+    def failing(self, *args, **kwargs):
+        if self.name == "landmark":
+            calls.append(1)
+            if len(calls) >= 2:
+                raise ConnectionError("injected: connection reset by peer")
+        return upsert(self, *args, **kwargs)
+
+    args = ["index", str(corpus), "--db", str(db), "--ray", "local", "--workers", "2", "--model",
+            str(tiny_bert_dir), "-q"]
+    monkeypatch.setattr(Collection, "upsert", failing)
+    result = RUNNER.invoke(app, args)
+    monkeypatch.undo()
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: store failed while writing document")
+    assert "ConnectionError: injected" in lines[0] and "1 document(s) were written before the failure" in lines[0]
+    store = ChromaSentenceStore.open(db, create=False)
+    assert len(store.documents()) == 1  # the failed document is not visible: nothing half-written
+
+    again = RUNNER.invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert "2 new, 0 updated" in again.stdout and "unchanged  1" in again.stdout
+    records = store.documents(include_incomplete=True)
+    assert len(records) == 3 and not any(r.get("dirty") for r in records.values())
+    assert store.count_sentences() == sum(r["n_sentences"] for r in records.values())
 
 
 # ---------------------------------------------------------------------------- bad input

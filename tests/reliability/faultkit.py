@@ -10,23 +10,20 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+# the one chroma-server helper of the test suite (tests/servers.py), re-exported for the fault tests
+from servers import ChromaServer, free_port  # noqa: F401
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 SRC = REPO / "src"
 EXCERPT = REPO / "tests" / "data" / "squad_excerpt.json"
 LAUNCHER = HERE / "kill_launcher.py"
-CHROMA = Path(sys.executable).with_name("chroma")
 
 
 # ---------------------------------------------------------------------------- corpus
@@ -76,53 +73,6 @@ def popen_cli(*args: str, **kw: Any) -> subprocess.Popen:
         [sys.executable, str(LAUNCHER), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=env(), **kw,
     )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass
-class ChromaServer:
-    """A real ``chroma run`` on 127.0.0.1 that can be stopped and started again on its data."""
-
-    path: Path
-    port: int
-    proc: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 60) -> None:
-        log = (self.path.parent / f"chroma-{self.port}.log").open("ab")
-        self.proc = subprocess.Popen(
-            [str(CHROMA), "run", "--host", "127.0.0.1", "--port", str(self.port), "--path", str(self.path)],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.alive():
-                return
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"chroma server exited with {self.proc.returncode}")
-            time.sleep(0.2)
-        raise TimeoutError("chroma server did not answer its heartbeat")
-
-    def alive(self) -> bool:
-        try:
-            with urllib.request.urlopen(self.url + "/api/v2/heartbeat", timeout=1) as r:
-                return r.status == 200
-        except OSError:
-            return False
-
-    def stop(self, sig: int = signal.SIGKILL) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            self.proc.wait(timeout=30)
-        self.proc = None
 
 
 # ---------------------------------------------------------------------------- checks

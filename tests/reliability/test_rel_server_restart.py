@@ -16,6 +16,7 @@ from reliability.faultkit import ChromaServer, cli, free_port, paragraphs
 
 from landmark_rag.segment import segment_sentences
 from landmark_rag.store import ChromaSentenceStore, make_client
+from landmark_rag.store.lexical import StoreLexicalIndex
 from landmark_rag.types import EncodedDocument
 
 
@@ -37,8 +38,14 @@ def test_server_stopped_and_restarted_during_queries(tmp_path):
         probe = docs[1].embeddings[2]
         expected = [(h.sentence.doc_id, h.sentence.index) for h in reader.query(probe, 10)]
         assert expected[0] == ("p1", 2)
+        # the BM25 half of hybrid search: its cache lives in this process (server store)
+        lex = StoreLexicalIndex(reader)
+        words = docs[2].sentences[0].text
+        lexical = [(h.sentence.doc_id, h.sentence.index) for h in lex.query(words, 10)]
+        assert lexical[0] == ("p2", 0)
 
         outcomes: list[str] = []
+        lexical_outcomes: list[str] = []
         done = threading.Event()
 
         def query_loop() -> None:
@@ -48,6 +55,11 @@ def test_server_stopped_and_restarted_during_queries(tmp_path):
                     outcomes.append("ok" if got == expected else f"WRONG {got}")
                 except Exception as exc:  # noqa: BLE001 - counted: a failure must be an exception
                     outcomes.append(f"error {type(exc).__name__}")
+                try:
+                    got = [(h.sentence.doc_id, h.sentence.index) for h in lex.query(words, 10)]
+                    lexical_outcomes.append("ok" if got == lexical else f"WRONG {got}")
+                except Exception as exc:  # noqa: BLE001 - counted: a failure must be an exception
+                    lexical_outcomes.append(f"error {type(exc).__name__}")
                 time.sleep(0.05)
 
         thread = threading.Thread(target=query_loop)
@@ -64,11 +76,12 @@ def test_server_stopped_and_restarted_during_queries(tmp_path):
         from collections import Counter
 
         print(f"FAULT server restart: {len(outcomes)} queries, {dict(Counter(outcomes))}; "
-              f"info while down: exit {down_cli.returncode}")
-        assert not [o for o in outcomes if o.startswith("WRONG")]
-        first_error = next(i for i, o in enumerate(outcomes) if o.startswith("error"))
-        assert "ok" in outcomes[:first_error]  # answered before the stop
-        assert outcomes[-1] == "ok"  # and again after the restart, same object, no reopening
+              f"BM25 queries {dict(Counter(lexical_outcomes))}; info while down: exit {down_cli.returncode}")
+        for seen in (outcomes, lexical_outcomes):
+            assert not [o for o in seen if o.startswith("WRONG")]
+            first_error = next(i for i, o in enumerate(seen) if o.startswith("error"))
+            assert "ok" in seen[:first_error]  # answered before the stop
+            assert seen[-1] == "ok"  # and again after the restart, same object, no reopening
         assert down_cli.returncode == 1
         lines = [line for line in down_cli.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and lines[0].startswith("error: cannot open the store"), down_cli.stderr
@@ -78,6 +91,7 @@ def test_server_stopped_and_restarted_during_queries(tmp_path):
         late = encoded(paragraphs()[5], "late", 99)
         writer.add_document(late)
         assert reader.query(late.embeddings[0], 1)[0].sentence.doc_id == "late"
+        assert lex.query(late.sentences[0].text, 1)[0].sentence.doc_id == "late"  # the cache re-synced
         assert reader.count_sentences() == sum(len(d.sentences) for d in [*docs, late])
     finally:
         server.stop()

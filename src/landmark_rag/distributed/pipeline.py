@@ -152,7 +152,12 @@ def ray_index(
         rows = [{"doc_id": f.doc_id, "path": str(f.path), "root": str(f.root)}
                 for i, f in enumerate(files) if i not in duplicates]
         total = len(files)
-    manifest = ray.put(manifest_state(store))  # read once; every worker gets the same snapshot
+    records = store.documents(include_incomplete=True)  # read once; every worker gets the same snapshot
+    manifest = ray.put(manifest_state(store, records))
+    # documents an earlier run left dirty (stopped after their commit, before their cleanup):
+    # finished here when they come back unchanged, as the core path does (a changed one is
+    # finished by its own new write)
+    dirty = {doc_id for doc_id, md in records.items() if md.get("dirty")}
 
     report = IndexReport(outcomes=list(duplicates.values()))
     bar = tqdm(total=total, desc=f"indexing on ray ({workers} workers)", unit="doc", disable=not show_progress,
@@ -193,6 +198,8 @@ def ray_index(
                                       int(row["sentences"]), int(row["tokens"]))
                 if row.get("payload") is not None:
                     outcome = _write_on_driver(store, row["payload"], outcome)
+                elif outcome.status == "unchanged" and outcome.doc_id in dirty:
+                    store.clean_document(outcome.doc_id)
                 report.outcomes.append(outcome)
                 done += 1
                 bar.update(1)

@@ -101,11 +101,13 @@ def document_metadata(file: SourceFile) -> dict[str, Any]:
     return {"source": str(file.path), "root": str(file.root)}
 
 
-def manifest_state(store: Any) -> tuple[dict[str, str | None], set[str]]:
+def manifest_state(
+    store: Any, records: dict[str, dict[str, Any]] | None = None
+) -> tuple[dict[str, str | None], set[str]]:
     """Read the store's manifest once: content hash of every complete document, and every
     known id (complete or interrupted). Everything the skip rules need, so a run (or each of
-    many workers) never asks the store per document."""
-    return _state_of(store.documents(include_incomplete=True))
+    many workers) never asks the store per document. ``records``: the manifest already read."""
+    return _state_of(records if records is not None else store.documents(include_incomplete=True))
 
 
 def _state_of(records: dict[str, dict[str, Any]]) -> tuple[dict[str, str | None], set[str]]:
