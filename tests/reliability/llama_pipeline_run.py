@@ -13,15 +13,13 @@ import json
 import os
 import sys
 
-import kill_launcher
 
+def ingest(db: str, items: list[tuple[str, str]], model: str, pooling: str | None = None) -> int:
+    """Run the pipeline over ``items`` ((id, text) pairs); returns the number of nodes.
 
-def main() -> None:
-    db, docs_json, model = sys.argv[1:4]
-    pooling = sys.argv[4] if len(sys.argv) > 4 else None
-    if os.environ.get("LANDMARK_RAG_TEST_KILL_AT"):
-        kill_launcher._install(os.environ["LANDMARK_RAG_TEST_KILL_AT"])
+    Also called in the test process for the runs that are not killed (no process start)."""
     import chromadb
+    from chromadb.api.shared_system_client import SharedSystemClient
     from llama_index.core import Document
     from llama_index.core.ingestion import IngestionPipeline
     from llama_index.vector_stores.chroma import ChromaVectorStore
@@ -29,7 +27,7 @@ def main() -> None:
     from landmark_rag.encode import LandmarkEncoder
     from landmark_rag.llama_index import LandmarkEmbedding, LandmarkNodeParser, ReplaceDocuments
 
-    items = json.loads(open(docs_json, encoding="utf-8").read())
+    SharedSystemClient.clear_system_cache()  # open the store as it is now (another process may have written)
     docs = [Document(text=text, id_=doc_id) for doc_id, text in items]
     overrides = {"pooling": pooling} if pooling else {}
     embed = LandmarkEmbedding(encoder=LandmarkEncoder.from_pretrained(model, device="cpu", **overrides))
@@ -37,12 +35,23 @@ def main() -> None:
     pipeline = IngestionPipeline(
         transformations=[LandmarkNodeParser(), embed, ReplaceDocuments(vs, embed_model=embed)], vector_store=vs
     )
+    return len(pipeline.run(documents=docs))
+
+
+def main() -> None:
+    db, docs_json, model = sys.argv[1:4]
+    pooling = sys.argv[4] if len(sys.argv) > 4 else None
+    if os.environ.get("LANDMARK_RAG_TEST_KILL_AT"):
+        import kill_launcher  # beside this script
+
+        kill_launcher._install(os.environ["LANDMARK_RAG_TEST_KILL_AT"])
+    items = json.loads(open(docs_json, encoding="utf-8").read())
     try:
-        nodes = pipeline.run(documents=docs)
+        n = ingest(db, items, model, pooling)
     except ValueError as exc:  # StoreMismatchError is a ValueError
         print(f"refused: {type(exc).__name__}: {exc}", file=sys.stderr)
         sys.exit(2)
-    print(len(nodes))
+    print(n)
 
 
 if __name__ == "__main__":

@@ -47,10 +47,15 @@ def test_llama_reingest_killed_after_commit_and_other_model_refused(tmp_path, ti
 
 
 def llama_cycle(tmp_path, tiny_bert_dir, *, kill_points: tuple[str, ...], other_model: bool) -> None:
+    """Only the killed runs are processes of their own; the others run in this process (the
+    same pipeline code, llama_pipeline_run.ingest), which saves a process start each."""
+    from reliability.llama_pipeline_run import ingest
+
+    from landmark_rag.store import StoreMismatchError
+
     v1, v2 = corpus_versions(4)
     db = tmp_path / "db"
-    first = run_pipeline(db, list(v1.items()), tiny_bert_dir, tmp_path)
-    assert first.returncode == 0, first.stderr[-3000:]
+    ingest(str(db), list(v1.items()), str(tiny_bert_dir))
     state, _, _ = reader_view(db)
     assert state == v1  # the manifest holds each document's text, rebuilt exactly from its sentences
 
@@ -63,18 +68,17 @@ def llama_cycle(tmp_path, tiny_bert_dir, *, kill_points: tuple[str, ...], other_
 
     # a run that raises (two documents with one id_) writes nothing and says why
     dup = [("doc00.txt", v2["doc00.txt"]), ("doc00.txt", v2["doc01.txt"])]
-    failed = run_pipeline(db, dup, tiny_bert_dir, tmp_path)
-    assert failed.returncode == 2 and "is used by more than one document in this run" in failed.stderr
-    assert "overlap" not in failed.stderr
+    with pytest.raises(ValueError, match="is used by more than one document in this run") as info:
+        ingest(str(db), dup, str(tiny_bert_dir))
+    assert "overlap" not in str(info.value)
     before_refusal = reader_view(db)[0]
 
     if other_model:  # another model into this store is refused like every other path
-        other = run_pipeline(db, list(v2.items()), tiny_bert_dir, tmp_path, "mean")
-        assert other.returncode == 2 and "StoreMismatchError" in other.stderr and "pooling" in other.stderr
+        with pytest.raises(StoreMismatchError, match="pooling"):
+            ingest(str(db), list(v2.items()), str(tiny_bert_dir), "mean")
         assert reader_view(db)[0] == before_refusal
 
-    final = run_pipeline(db, list(v2.items()), tiny_bert_dir, tmp_path)
-    assert final.returncode == 0, final.stderr[-3000:]
+    ingest(str(db), list(v2.items()), str(tiny_bert_dir))
     state, count, records = reader_view(db)
     assert state == v2
     assert all(md["state"] == "complete" and "dirty" not in md for md in records.values())
