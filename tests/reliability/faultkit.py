@@ -68,6 +68,19 @@ def cli(
     )
 
 
+def in_process(*args: str) -> Any:
+    """``landmark-rag ARGS`` in this process (the same code, no process start), for the
+    runs of a test that are not killed: a process start costs seconds of CPU."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+    from typer.testing import CliRunner
+
+    from landmark_rag.cli import _register, app
+
+    _register()
+    SharedSystemClient.clear_system_cache()  # see the store as other processes left it
+    return CliRunner().invoke(app, list(args))
+
+
 def popen_cli(*args: str, **kw: Any) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, str(LAUNCHER), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

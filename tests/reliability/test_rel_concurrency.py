@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from reliability.faultkit import HERE, cli, corpus_versions, env, paragraphs, write_corpus
+from reliability.faultkit import HERE, cli, corpus_versions, env, in_process, paragraphs, write_corpus
 
 
 def run_reader_and_writer(tmp_path, model, *probe_args: str) -> tuple[dict, list[dict], dict, str]:
@@ -20,7 +20,8 @@ def run_reader_and_writer(tmp_path, model, *probe_args: str) -> tuple[dict, list
     folder, db, stop = tmp_path / "corpus", tmp_path / "db", tmp_path / "stop"
     write_corpus(folder, v1)
     args = ["index", str(folder), "--db", str(db), "--model", str(model), "-q"]
-    assert cli(*args).returncode == 0
+    first = in_process(*args)  # in this process: only the writer that runs beside the reader is a process
+    assert first.exit_code == 0, first.output
 
     reader = subprocess.Popen(
         [sys.executable, str(HERE / "reader_probe.py"), str(db), str(stop), "new.txt", *probe_args],

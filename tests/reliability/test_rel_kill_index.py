@@ -15,7 +15,7 @@ import signal
 import threading
 
 import pytest
-from reliability.faultkit import cli, corpus_versions, popen_cli, visible_state, write_corpus
+from reliability.faultkit import cli, corpus_versions, in_process, popen_cli, visible_state, write_corpus
 
 from landmark_rag.store import ChromaSentenceStore
 
@@ -70,18 +70,6 @@ def _watch_progress(proc, started: threading.Event, target: int) -> None:
         done = [int(n) for n in re.findall(r"\| *(\d+)/\d+ ", seen)]
         if done and max(done) >= target:
             started.set()
-
-
-def in_process(*args: str):
-    """``landmark-rag ARGS`` in this process (the same code; no process start, no kill needed)."""
-    from chromadb.api.shared_system_client import SharedSystemClient
-    from typer.testing import CliRunner
-
-    from landmark_rag.cli import _register, app
-
-    _register()
-    SharedSystemClient.clear_system_cache()  # see the store as the killed processes left it
-    return CliRunner().invoke(app, list(args))
 
 
 def index_args(folder, db, model) -> list[str]:

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from reliability.faultkit import ChromaServer, cli, corpus_versions, free_port, visible_state, write_corpus
+from reliability.faultkit import (
+    ChromaServer,
+    cli,
+    corpus_versions,
+    free_port,
+    in_process,
+    visible_state,
+    write_corpus,
+)
 
-from typer.testing import CliRunner
-
-from landmark_rag.cli import _register, app
 from landmark_rag.ingest import discover_files, index_files
 from landmark_rag.store import ChromaSentenceStore, StoreError, make_client
-
-
-_register()
-RUNNER = CliRunner()
 
 
 class FailingCollection:
@@ -85,7 +86,7 @@ def test_server_killed_mid_index_gives_one_line_and_rc1(tmp_path, tiny_bert_dir)
         folder = tmp_path / "corpus"
         write_corpus(folder, v1)
         args = ["index", str(folder), "--db", server.url, "--model", str(tiny_bert_dir), "-q"]
-        first = RUNNER.invoke(app, args)  # in this process: only the run the server dies under is a process
+        first = in_process(*args)  # in this process: only the run the server dies under is a process
         assert first.exit_code == 0, first.output
         write_corpus(folder, v2)
         # the server dies right after the 3rd document's new sentences were written
@@ -103,7 +104,7 @@ def test_server_killed_mid_index_gives_one_line_and_rc1(tmp_path, tiny_bert_dir)
         assert set(state) == set(v1) and all(text in (v1[d], v2[d]) for d, text in state.items())
         assert sum(text == v2[d] for d, text in state.items()) == 2
 
-        again = RUNNER.invoke(app, args)
+        again = in_process(*args)
         assert again.exit_code == 0, again.output
         assert visible_state(store) == v2
         assert store.count_sentences() == sum(md["n_sentences"] for md in store.documents().values())
