@@ -47,6 +47,9 @@ class TrainConfig:
     lmk_token: str | None = None  # None: the encoder's default ([SEP] / EOS)
     new_lmk_token: bool = False  # add "[LMK]" as a new token (with LoRA its embedding row is trained and saved too)
     lmk_init: str | None = None  # token whose embedding initialises a new [LMK] (None: the default landmark)
+    # "isolated": text never sees landmarks, a landmark sees only its sentence (encode/attention.py;
+    # bidirectional models with new_lmk_token); "full": the paper's layout
+    landmark_attention: Literal["full", "isolated"] = "full"
     data: list[str] = field(default_factory=lambda: ["data/squad-v1.1-dev-part-a.json"])
     train_articles: str = "0:16"
     val_articles: str = "16:24"
