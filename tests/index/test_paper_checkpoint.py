@@ -57,6 +57,7 @@ def test_paper_layout_indexes_and_searches(checkpoint, tmp_path):
     assert enc.causal and tok.sep_token is None
     assert enc.lmk_id == tok.eos_token_id and enc.config.pooling == enc.config.query_pooling == "landmark"
     assert enc.config.query_instruction == INSTRUCTION
+    assert enc.model.config.use_cache is False  # no key/value cache is built (and held) per window
 
     # documents: EOS after every sentence, each vector the hidden state at its EOS
     doc = enc.encode_document(TEXT)

@@ -53,6 +53,10 @@ class LandmarkEncoder:
         self.device = device
         self.causal = bool(config.causal) if config.causal is not None else is_causal(model.config)
         config.causal = self.causal
+        if getattr(model.config, "use_cache", False):
+            # an encoder pass never generates: a decoder's key/value cache would only hold
+            # memory (8.6 GB for 16 windows of 4096 tokens on a 7B Mistral, docs/paper_checkpoint.md)
+            model.config.use_cache = False
         if config.lmk_token is None:
             config.lmk_token = tokenizer.eos_token if self.causal else (tokenizer.sep_token or tokenizer.eos_token)
         if config.lmk_token is None:
