@@ -62,6 +62,8 @@ def test_text_documents_are_question_less_articles_with_paragraphs(corpus):
         load_documents(corpus / "missing")
     with pytest.raises(ValueError, match="no .txt"):
         load_documents(_empty_dir(corpus))
+    with pytest.raises(ValueError, match="nor plain text"):
+        load_documents(corpus / "data.csv")
 
 
 def _empty_dir(corpus: Path) -> Path:

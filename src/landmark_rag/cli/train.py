@@ -40,8 +40,13 @@ def train_command(
         help="Training data (repeatable): SQuAD-format .json files, or plain-text documents "
         "(.txt/.md files or folders of them; no questions -> a self-distillation stage).",
     ),
-    train_articles: Optional[str] = typer.Option(None, help="Training articles: slice 'a:b' or comma list."),
-    val_articles: Optional[str] = typer.Option(None, help="Held-out validation articles ('' for none)."),
+    train_articles: Optional[str] = typer.Option(
+        None, help="Training documents of each --data source: slice 'a:b' or comma list (default: 0:16 of a "
+        "SQuAD file, all plain-text documents)."
+    ),
+    val_articles: Optional[str] = typer.Option(
+        None, help="Held-out validation documents ('' for none; default: 16:24 of a SQuAD file, none of plain text)."
+    ),
     pooling: Optional[str] = typer.Option(None, help="Document pooling: landmark | mean."),
     query_pooling: Optional[str] = typer.Option(None, help="Query pooling: landmark | mean."),
     stage: Optional[list[str]] = typer.Option(

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from landmark_rag.train.squad import Article, load_squad
 
-#: File suffixes read as plain-text documents (inside a folder; a file given directly is
-#: read whatever its suffix, unless it is ``.json``).
+#: File suffixes read as plain-text documents (a file given directly must have one of them,
+#: or be ``.json``; inside a folder, other files are passed over).
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
 
 _PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=\s*\n[ \t\r\f\v]*\n|\s*\Z)", re.S)
@@ -46,6 +46,10 @@ def load_text_documents(path: str | Path) -> list[Article]:
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"--data {path}: no such file or directory")
+    if p.is_file() and p.suffix.lower() not in TEXT_SUFFIXES:
+        raise ValueError(
+            f"--data {path}: not a SQuAD-format .json file nor plain text ({', '.join(TEXT_SUFFIXES)})"
+        )
     files = discover_files([p])
     if p.is_dir():
         files = [f for f in files if f.path.suffix.lower() in TEXT_SUFFIXES]
