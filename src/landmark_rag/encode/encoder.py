@@ -146,6 +146,20 @@ class LandmarkEncoder:
         # code (EOS as landmark, last-token pooling).
         return plain_model_config(source)
 
+    @property
+    def isolate_lmk(self) -> int | None:
+        """The landmark id when landmarks are isolated (``encode.attention``), else ``None``."""
+        if self.config.landmark_attention != "isolated":
+            return None
+        if self.causal:
+            raise ValueError("landmark_attention='isolated' is for bidirectional encoders")
+        if self.lmk_id in self.prefix_ids or self.lmk_id in self.suffix_ids:
+            raise ValueError(
+                f"landmark_attention='isolated' needs a landmark token of its own, not {self.config.lmk_token!r} "
+                "(which also wraps every window); add one with add_landmark_token('[LMK]')"
+            )
+        return self.lmk_id
+
     def to(self, device: str | torch.device) -> LandmarkEncoder:
         """Move the model to ``device`` (the encoder then runs its inputs there); returns self."""
         self.device = torch.device(device)
@@ -324,7 +338,7 @@ class LandmarkEncoder:
     def _forward_pool(self, batch: list[Job], mode: str) -> list[np.ndarray]:
         """Run one padded batch and pool it (``encode.pooling``, the code training runs too)."""
         ids, mask = pad_batch(batch, self.pad_id)
-        hidden = last_hidden(self.model, ids.to(self.device), mask.to(self.device))
+        hidden = last_hidden(self.model, ids.to(self.device), mask.to(self.device), self.isolate_lmk)
         return [v.cpu().numpy() for v in pool(hidden, batch, mode)]
 
     # ------------------------------------------------------------------ queries
