@@ -86,7 +86,8 @@ def test_plain_text_cli_trains_distillation_only_and_refuses_contrastive(corpus,
         assert runner.invoke(app, [*common, "--stage", stage, "-o", str(tmp_path / "x")]).exit_code == 2
     assert not (tmp_path / "x").exists()  # refused before anything was written
 
-    result = runner.invoke(app, [*common, "--pooling", "mean", "--query-pooling", "mean", "--lr", "0.005", "-o", str(out)])
+    args = [*common, "--pooling", "mean", "--query-pooling", "mean", "--lr", "0.005", "-o", str(out)]
+    result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output + repr(result.exception)
     assert "no questions" in result.output and "distillation-only" in result.output
     cfg = json.loads((out / "train_config.json").read_text())

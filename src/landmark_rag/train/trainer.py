@@ -456,7 +456,11 @@ def plan_stages(config: TrainConfig, train_articles: Sequence[Article]) -> tuple
             )
         return replace(config, stages=stages), message
     if not labelled:
-        bad = [f"{s.kind}:{s.steps}:{s.contrastive_weight:g}" for s in config.stages if s.contrastive_weight or s.kind != "longdoc"]
+        bad = [
+            f"{s.kind}:{s.steps}:{s.contrastive_weight:g}"
+            for s in config.stages
+            if s.contrastive_weight or s.kind != "longdoc"
+        ]
         if bad:
             raise ValueError(
                 f"the training data has no questions, so stage(s) {', '.join(bad)} cannot run: a contrastive "
