@@ -83,7 +83,10 @@ def test_plain_text_cli_trains_distillation_only_and_refuses_contrastive(corpus,
     assert refused.exit_code == 2
     assert "no questions" in refused.output and "longdoc:STEPS:0" in refused.output
     for stage in ("pairwise:5:0", "pseudo:5:0"):
-        assert runner.invoke(app, [*common, "--stage", stage, "-o", str(tmp_path / "x")]).exit_code == 2
+        # --base-model, the option's old name, still works
+        args = ["--base-model" if a == "--base" else a for a in common]
+        got = runner.invoke(app, [*args, "--stage", stage, "-o", str(tmp_path / "x")])
+        assert got.exit_code == 2 and f"{stage} cannot run" in got.output.replace("stage(s) ", "")
     assert not (tmp_path / "x").exists()  # refused before anything was written
 
     args = [*common, "--pooling", "mean", "--query-pooling", "mean", "--lr", "0.005", "-o", str(out)]
