@@ -28,16 +28,37 @@ def _parse_stage(spec: str) -> dict:
 def train_command(
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="JSON/YAML/TOML training config (flags override it)."),
     output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="Where the trained model directory goes."),
-    base_model: Optional[str] = typer.Option(None, help="Model to start from (alias, directory or .gguf)."),
-    data: Optional[list[Path]] = typer.Option(None, "--data", help="SQuAD-format JSON file(s) (repeatable)."),
-    train_articles: Optional[str] = typer.Option(None, help="Training articles: slice 'a:b' or comma list."),
-    val_articles: Optional[str] = typer.Option(None, help="Held-out validation articles ('' for none)."),
+    base_model: Optional[str] = typer.Option(
+        None,
+        "--base",
+        "--base-model",
+        help="Model to adapt: any Hugging Face encoder or causal LM (alias, directory, .gguf or hub name).",
+    ),
+    data: Optional[list[Path]] = typer.Option(
+        None,
+        "--data",
+        help="Training data (repeatable): SQuAD-format .json files, or plain-text documents "
+        "(.txt/.md files or folders of them; no questions -> a self-distillation stage).",
+    ),
+    train_articles: Optional[str] = typer.Option(
+        None, help="Training documents of each --data source: slice 'a:b' or comma list (default: 0:16 of a "
+        "SQuAD file, all plain-text documents)."
+    ),
+    val_articles: Optional[str] = typer.Option(
+        None, help="Held-out validation documents ('' for none; default: 16:24 of a SQuAD file, none of plain text)."
+    ),
     pooling: Optional[str] = typer.Option(None, help="Document pooling: landmark | mean."),
     query_pooling: Optional[str] = typer.Option(None, help="Query pooling: landmark | mean."),
     stage: Optional[list[str]] = typer.Option(
         None, "--stage", help="kind:steps[:contrastive_weight[:distill_weight]] (repeatable; replaces the config's stages)."
     ),
     lora: Optional[bool] = typer.Option(None, "--lora/--full", help="LoRA adapter (small) or full fine-tuning."),
+    lora_target: Optional[list[str]] = typer.Option(
+        None, "--lora-target", help="Module name to adapt (repeatable; default: every linear layer of the base)."
+    ),
+    new_lmk_token: Optional[bool] = typer.Option(
+        None, "--new-lmk-token/--no-new-lmk-token", help="Add a new [LMK] token as the landmark (trained, saved)."
+    ),
     lr: Optional[float] = typer.Option(None, help="Peak learning rate."),
     temperature: Optional[float] = typer.Option(None, help="Contrastive temperature tau."),
     alpha: Optional[float] = typer.Option(None, help="Position weight decay: w_i = exp(-alpha * i)."),
@@ -64,6 +85,8 @@ def train_command(
         "query_pooling": query_pooling,
         "stages": [_parse_stage(s) for s in stage] if stage else None,
         "lora": lora,
+        "lora_targets": list(lora_target) if lora_target else None,
+        "new_lmk_token": new_lmk_token,
         "lr": lr,
         "temperature": temperature,
         "alpha": alpha,
@@ -81,7 +104,11 @@ def train_command(
         cfg = TrainConfig.from_dict(values)
     except (TypeError, ValueError) as exc:
         raise typer.BadParameter(str(exc)) from exc
-    _, history = train(cfg)
+    try:
+        _, history = train(cfg)
+    except (ValueError, FileNotFoundError) as exc:  # bad data or stage choice: a message, not a traceback
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
     final = [h for h in history if "validation" in h]
     typer.echo(f"saved to {cfg.output_dir}")
     if final:

@@ -44,6 +44,11 @@ class LandmarkConfig:
         names none. ``front`` (the paper) assumes position-aware training made a hit the
         end of its span; a model whose hit lands on the answer sentence itself (e.g. trained
         with in-context mean pooling) is better served by ``surround``.
+    landmark_attention:
+        ``full`` (every token sees every token: the paper's layout, and the only one for causal
+        models) or ``isolated`` (bidirectional models with a new landmark token: text never
+        sees landmarks, a landmark sees only its own sentence's contextual tokens;
+        ``encode.attention``). Part of :meth:`identity`; saved only when not ``full``.
     fusion:
         the search mode this model defaults to and how it fuses its vectors with sentence-level
         BM25 (``landmark_rag.retrieve.fusion.FusionConfig``: ``mode`` hybrid/dense/lexical,
@@ -66,6 +71,7 @@ class LandmarkConfig:
     model_name: str | None = None
     expansion: Literal["front", "surround", "adaptive"] = "front"
     expansion_params: dict[str, Any] = field(default_factory=dict)
+    landmark_attention: Literal["full", "isolated"] = "full"
     fusion: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     #: Set when weights are loaded (``encode.fingerprint``); never saved with the config.
@@ -78,6 +84,11 @@ class LandmarkConfig:
             raise ValueError(f"query_pooling must be 'landmark' or 'mean', not {self.query_pooling!r}")
         if self.expansion not in ("front", "surround", "adaptive"):
             raise ValueError(f"expansion must be 'front', 'surround' or 'adaptive', not {self.expansion!r}")
+        if self.landmark_attention not in ("full", "isolated"):
+            raise ValueError(f"landmark_attention must be 'full' or 'isolated', not {self.landmark_attention!r}")
+        if self.landmark_attention == "isolated" and self.causal:
+            raise ValueError("landmark_attention='isolated' is for bidirectional encoders; a causal model's "
+                             "landmark already sees only the text before it")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LandmarkConfig:
@@ -97,6 +108,8 @@ class LandmarkConfig:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("weights_fingerprint", None)
+        if data.get("landmark_attention") == "full":  # configs saved before it existed stay byte-identical
+            data.pop("landmark_attention")
         extra = data.pop("extra")
         data.update(extra)
         return data
@@ -117,6 +130,8 @@ class LandmarkConfig:
             "lmk_token": self.lmk_token,
             "query_instruction": self.query_instruction,
         }
+        if self.landmark_attention != "full":
+            out["landmark_attention"] = self.landmark_attention
         if self.weights_fingerprint:
             out["weights_fingerprint"] = self.weights_fingerprint
         return out

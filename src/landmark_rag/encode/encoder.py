@@ -22,6 +22,7 @@ from landmark_rag.encode.loading import load_hf, materialise_gguf, pick_device, 
 from landmark_rag.encode.malloc import pin_mmap_threshold
 from landmark_rag.encode.pooling import last_hidden, pad_batch, pool
 from landmark_rag.encode.registry import ModelSource, default_model, is_causal, plain_model_config, resolve
+from landmark_rag.encode.untrained import warn_untrained_landmark
 from landmark_rag.progress import bar_options
 from landmark_rag.segment import Segmenter, segment_sentences
 from landmark_rag.types import EncodedDocument, Sentence
@@ -52,6 +53,10 @@ class LandmarkEncoder:
         self.device = device
         self.causal = bool(config.causal) if config.causal is not None else is_causal(model.config)
         config.causal = self.causal
+        if getattr(model.config, "use_cache", False):
+            # an encoder pass never generates: a decoder's key/value cache would only hold
+            # memory (8.6 GB for 16 windows of 4096 tokens on a 7B Mistral, docs/paper_checkpoint.md)
+            model.config.use_cache = False
         if config.lmk_token is None:
             config.lmk_token = tokenizer.eos_token if self.causal else (tokenizer.sep_token or tokenizer.eos_token)
         if config.lmk_token is None:
@@ -103,10 +108,14 @@ class LandmarkEncoder:
             adapter_dir = path  # an adapter-only directory: weights come from base_model
             base = resolve(config.base_model)
             path = str(materialise_gguf(base)) if base.gguf_file else base.path
+        # landmark pooling is trusted only where the model's own landmark_config.json asks for it
+        trained_landmark = config is not None and config.pooling == "landmark"
         if config is None:
             config = cls._default_config(source)
         config = replace(config, **{k: v for k, v in config_overrides.items() if k != "extra"})
         config.model_name = config.model_name or source.alias or os.fspath(model)
+        if config.pooling == "landmark" and not trained_landmark:
+            warn_untrained_landmark(str(config.model_name))
         config.weights_fingerprint = weights_fingerprint([path, adapter_dir])
         tokenizer_path = adapter_dir if adapter_dir and Path(adapter_dir, "tokenizer_config.json").is_file() else path
         tokenizer, hf_model = load_hf(
@@ -136,6 +145,20 @@ class LandmarkEncoder:
         # bidirectional model embeds each sentence alone. Causal LMs follow the reference
         # code (EOS as landmark, last-token pooling).
         return plain_model_config(source)
+
+    @property
+    def isolate_lmk(self) -> int | None:
+        """The landmark id when landmarks are isolated (``encode.attention``), else ``None``."""
+        if self.config.landmark_attention != "isolated":
+            return None
+        if self.causal:
+            raise ValueError("landmark_attention='isolated' is for bidirectional encoders")
+        if self.lmk_id in self.prefix_ids or self.lmk_id in self.suffix_ids:
+            raise ValueError(
+                f"landmark_attention='isolated' needs a landmark token of its own, not {self.config.lmk_token!r} "
+                "(which also wraps every window); add one with add_landmark_token('[LMK]')"
+            )
+        return self.lmk_id
 
     def to(self, device: str | torch.device) -> LandmarkEncoder:
         """Move the model to ``device`` (the encoder then runs its inputs there); returns self."""
@@ -315,7 +338,7 @@ class LandmarkEncoder:
     def _forward_pool(self, batch: list[Job], mode: str) -> list[np.ndarray]:
         """Run one padded batch and pool it (``encode.pooling``, the code training runs too)."""
         ids, mask = pad_batch(batch, self.pad_id)
-        hidden = last_hidden(self.model, ids.to(self.device), mask.to(self.device))
+        hidden = last_hidden(self.model, ids.to(self.device), mask.to(self.device), self.isolate_lmk)
         return [v.cpu().numpy() for v in pool(hidden, batch, mode)]
 
     # ------------------------------------------------------------------ queries

@@ -70,7 +70,13 @@ def assemble(distributions: Sequence[str], model_dir: str, marker: str = "config
     target = cache_root() / model_dir
     if (target / marker).is_file():
         return target
-    parts = part_files(distributions)
+    return extract_parts(part_files(distributions), model_dir, target, marker)
+
+
+def extract_parts(parts: Sequence[Path], model_dir: str, target: Path, marker: str = "config.json") -> Path:
+    """Join ``parts`` into one zip and extract its ``model_dir`` folder to ``target`` atomically."""
+    if (target / marker).is_file():
+        return target
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{model_dir}-", dir=target.parent))
     try:

@@ -13,6 +13,11 @@ from typing import Any, Literal
 
 StageKind = Literal["pairwise", "pseudo", "longdoc"]
 
+#: What ``train_articles`` / ``val_articles`` mean when left unset, per kind of data source:
+#: the project's SQuAD convention for question files; every document for training and none
+#: for validation for plain-text documents (there are no questions to validate on).
+DEFAULT_SELECTION = {"squad": ("0:16", "16:24"), "text": (":", "")}
+
 
 @dataclass
 class StageConfig:
@@ -47,14 +52,23 @@ class TrainConfig:
     lmk_token: str | None = None  # None: the encoder's default ([SEP] / EOS)
     new_lmk_token: bool = False  # add "[LMK]" as a new token (with LoRA its embedding row is trained and saved too)
     lmk_init: str | None = None  # token whose embedding initialises a new [LMK] (None: the default landmark)
+    # "isolated": text never sees landmarks, a landmark sees only its sentence (encode/attention.py;
+    # bidirectional models with new_lmk_token); "full": the paper's layout
+    landmark_attention: Literal["full", "isolated"] = "full"
+    # SQuAD-format .json files and/or plain-text documents (.txt/.md files, or folders of them)
     data: list[str] = field(default_factory=lambda: ["data/squad-v1.1-dev-part-a.json"])
-    train_articles: str = "0:16"
-    val_articles: str = "16:24"
+    # documents of each source by slice "a:b" or comma list; None: DEFAULT_SELECTION
+    train_articles: str | None = None
+    val_articles: str | None = None
     lora: bool = True
     lora_r: int = 16
     lora_alpha: int = 32
     lora_dropout: float = 0.0
-    lora_targets: list[str] = field(default_factory=lambda: ["query", "key", "value", "dense"])
+    # modules that get LoRA layers; None: every linear layer of the base model (peft's
+    # "all-linear"), which names query/key/value/dense on BERT and XLM-R, q/k/v/o/dense on
+    # MPNet, q_proj..down_proj on Llama/Mistral. The run's train_config.json records the
+    # names it resolved to, so a saved recipe reproduces with any peft version.
+    lora_targets: list[str] | None = None
     # start the LoRA weights from a trained adapter (a directory or a packaged model name,
     # e.g. "landmark-minilm") instead of zero; the result is still one adapter over base_model
     init_adapter: str | None = None
@@ -84,10 +98,13 @@ class TrainConfig:
     eval_max_questions: int | None = None
     save_every: int = 0  # 0: no intermediate checkpoints
     threads: int | None = None
-    stages: list[StageConfig] = field(default_factory=lambda: [StageConfig()])
+    # None: default_stages() of the data - one contrastive long-document stage when the
+    # training documents have questions, one distillation-only stage when they have none
+    stages: list[StageConfig] | None = None
 
     def __post_init__(self) -> None:
-        self.stages = [s if isinstance(s, StageConfig) else StageConfig(**s) for s in self.stages]
+        if self.stages is not None:
+            self.stages = [s if isinstance(s, StageConfig) else StageConfig(**s) for s in self.stages]
         if self.init_adapter and not self.lora:
             raise ValueError("init_adapter starts LoRA weights; it needs lora=true")
 
@@ -125,4 +142,15 @@ class TrainConfig:
 
     @property
     def total_steps(self) -> int:
-        return sum(s.steps for s in self.stages)
+        return sum(s.steps for s in (self.stages if self.stages is not None else default_stages(True)))
+
+
+def default_stages(labelled: bool) -> list[StageConfig]:
+    """The stages a run without ``stages`` gets.
+
+    Data with questions: one position-aware contrastive long-document stage (plus the
+    distillation term). Plain-text documents without questions: the same windows with
+    ``contrastive_weight=0`` - self-distillation only, each in-context vector pulled towards
+    the base model's vector of its sentence alone, which needs no labels.
+    """
+    return [StageConfig()] if labelled else [StageConfig(kind="longdoc", contrastive_weight=0.0)]

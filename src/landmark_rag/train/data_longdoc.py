@@ -5,6 +5,9 @@ placed at a random offset around a sampled question's answer so that answers are
 every position of a window (inference pools each sentence from whichever window gives it
 the most balanced context). Every other sentence of the window is a hard negative, the
 neighbouring sentences of the answer included.
+
+A distillation-only stage (``contrastive_weight=0``) needs no questions: documents without
+any (plain text) then give windows around a random sentence, with no queries.
 """
 
 from __future__ import annotations
@@ -29,12 +32,15 @@ class LongDocBuilder:
         queries_per_example: int = 8,
         span_context: int = 0,
         landmark_tokens: int = 1,
+        contrastive_weight: float = 1.0,
     ) -> None:
         """``unit_tokens[a][i]``: token count of sentence ``i`` of article ``a``;
         ``landmark_tokens`` is added per sentence (1 with a landmark, 0 for mean pooling);
         ``span_context``: extra sentences before the answer counted as (down-weighted)
-        positives, within the answer's paragraph - the position-aware part of the objective."""
-        self.articles = [a for a in articles if a.questions and a.sentences]
+        positives, within the answer's paragraph - the position-aware part of the objective;
+        ``contrastive_weight`` 0 (distillation only) also uses documents without questions."""
+        unlabelled = not contrastive_weight
+        self.articles = [a for a in articles if a.sentences and (a.questions or unlabelled)]
         lengths = {id(a): t for a, t in zip(articles, unit_tokens, strict=True)}
         self.lengths = [[n + landmark_tokens for n in lengths[id(a)]] for a in self.articles]
         self.window_tokens = window_tokens
@@ -75,6 +81,16 @@ class LongDocBuilder:
 
     def example(self, a: int, rng: random.Random) -> TrainExample:
         art = self.articles[a]
+        if not art.questions:  # plain text, distillation only: a window around any sentence
+            i = rng.randrange(len(art.sentences))
+            lo, hi = self._window(a, [i], rng)
+            return TrainExample(
+                units=[s.text for s in art.sentences[lo:hi]],
+                queries=[],
+                spans=[],
+                doc_id=f"{art.title}[{lo}:{hi}]",
+                spaces=["", *(s.space_before for s in art.sentences[lo + 1 : hi])],
+            )
         q0 = rng.randrange(len(art.questions))
         lo, hi = self._window(a, self.spans[a][q0], rng)
         inside = [j for j, s in enumerate(self.spans[a]) if s[0] >= lo and s[-1] < hi and j != q0]
@@ -89,8 +105,13 @@ class LongDocBuilder:
         )
 
     def batches(self, rng: random.Random) -> Iterator[Batch]:
-        """An endless stream; each batch holds windows of distinct articles (in-batch negatives)."""
-        weights = [len(a.questions) for a in self.articles]
+        """An endless stream; each batch holds windows of distinct articles (in-batch negatives).
+
+        Articles are drawn in proportion to their questions (a document without questions:
+        to its sentences)."""
+        if not self.articles:
+            raise ValueError("no training documents with sentences (and questions, for a contrastive stage)")
+        weights = [len(a.questions) or len(a.sentences) for a in self.articles]
         k = min(self.examples_per_batch, len(self.articles))
         while True:
             picked: list[int] = []

@@ -22,7 +22,8 @@ import torch
 from tqdm.auto import tqdm
 
 from landmark_rag.encode.encoder import LandmarkEncoder
-from landmark_rag.train.config import StageConfig, TrainConfig
+from landmark_rag.encode.untrained import UntrainedLandmarkWarning
+from landmark_rag.train.config import DEFAULT_SELECTION, StageConfig, TrainConfig, default_stages
 from landmark_rag.train.data_longdoc import LongDocBuilder
 from landmark_rag.train.data_pairwise import PairwiseBuilder
 from landmark_rag.train.data_pseudo import PseudoDocBuilder
@@ -36,7 +37,8 @@ from landmark_rag.train.forward import (
     tokenize_units,
 )
 from landmark_rag.train.loss import distillation_loss, position_aware_contrastive_loss
-from landmark_rag.train.squad import Article, load_squad, select
+from landmark_rag.train.documents import load_documents, source_kind
+from landmark_rag.train.squad import Article, select
 from landmark_rag.train.validation import validate
 
 logger = logging.getLogger(__name__)
@@ -55,6 +57,9 @@ class Trainer:
         from accelerate import Accelerator
         from accelerate.utils import set_seed
 
+        config, message = plan_stages(config, train_articles)
+        if message:
+            tqdm.write(message)
         self.config = config
         self.encoder = encoder
         set_seed(config.seed)
@@ -68,7 +73,10 @@ class Trainer:
         self.device = self.accelerator.device
         encoder.to(self.device)
         self.train_articles = list(train_articles)
-        self.val_articles = list(val_articles)
+        # validation ranks each question's answer sentence: documents without questions give nothing
+        self.val_articles = [a for a in val_articles if a.questions]
+        if val_articles and not self.val_articles:
+            tqdm.write("validation skipped: the validation documents have no questions")
         if config.new_lmk_token:
             encoder.add_landmark_token("[LMK]", init_from=config.lmk_init)
         self.teacher = None
@@ -79,7 +87,8 @@ class Trainer:
                 r=config.lora_r,
                 lora_alpha=config.lora_alpha,
                 lora_dropout=config.lora_dropout,
-                target_modules=list(config.lora_targets),
+                # None: every linear layer, whatever the architecture calls them (peft resolves it)
+                target_modules=list(config.lora_targets) if config.lora_targets is not None else "all-linear",
                 bias="none",
                 # a new [LMK] is one new embedding row: train and save just that row
                 trainable_token_indices=[encoder.lmk_id] if config.new_lmk_token else None,
@@ -87,6 +96,14 @@ class Trainer:
             # get_peft_model injects the LoRA layers into encoder.model in place, so the
             # encoder (validation, encode_*) runs the adapted model without a copy.
             self.peft_model = get_peft_model(encoder.model, lora)
+            if config.lora_targets is None:
+                # record what "all-linear" resolved to as module-name suffixes (peft's matching
+                # rule: the same modules), so train_config.json and adapter_config.json name
+                # e.g. q/k/v/o/dense rather than every layer's path, and the run reproduces
+                peft_cfg = self.peft_model.peft_config["default"]
+                names = sorted({str(n).rsplit(".", 1)[-1] for n in peft_cfg.target_modules})
+                peft_cfg.target_modules = set(names)
+                config = self.config = replace(config, lora_targets=names)
             if config.init_adapter:
                 load_adapter_weights(self.peft_model, config.init_adapter, config)
             trainable: torch.nn.Module = self.peft_model
@@ -102,7 +119,7 @@ class Trainer:
         params = [p for p in trainable.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
         self.model, self.optimizer = self.accelerator.prepare(trainable, self.optimizer)
-        self._forward = hf_forward(self.model)
+        self._forward = hf_forward(self.model, encoder.isolate_lmk)
         self._teacher_cache: dict[str, torch.Tensor] = {}
         # in-context distillation target (config.distill_model): a frozen second encoder
         self.context_teacher: LandmarkEncoder | None = None
@@ -153,7 +170,7 @@ class Trainer:
         t = self.context_teacher
         assert t is not None
         with torch.no_grad():
-            return torch.cat(document_vectors(t, hf_forward(t.model), batch, self.device))
+            return torch.cat(document_vectors(t, hf_forward(t.model, t.isolate_lmk), batch, self.device))
 
     def batch_loss(self, batch: Batch, stage: StageConfig) -> dict[str, torch.Tensor]:
         enc = self.encoder
@@ -387,23 +404,70 @@ class StageKind:
 STAGE_KINDS: dict[str, StageKind] = {
     "pairwise": StageKind(PairwiseBuilder, ("examples_per_batch", "queries_per_example", "hard_negatives")),
     "pseudo": StageKind(PseudoDocBuilder, ("passages_per_document", "examples_per_batch", "queries_per_example")),
-    "longdoc": StageKind(LongDocBuilder, ("examples_per_batch", "queries_per_example"), _longdoc_context),
+    "longdoc": StageKind(
+        LongDocBuilder, ("examples_per_batch", "queries_per_example", "contrastive_weight"), _longdoc_context
+    ),
 }
 
 
 def load_articles(config: TrainConfig, encoder: LandmarkEncoder) -> tuple[list[Article], list[Article]]:
-    """Train and validation articles, split by article, segmented the encoder's way."""
+    """Train and validation documents, split by document, segmented the encoder's way.
+
+    Each ``config.data`` source is a SQuAD-format file or plain-text documents
+    (``train.documents``); an unset ``train_articles`` / ``val_articles`` takes the source
+    kind's default (:data:`~landmark_rag.train.config.DEFAULT_SELECTION`).
+    """
     train, val = [], []
     for path in config.data:
-        arts = load_squad(path)
-        train.extend(select(arts, config.train_articles))
-        val.extend(select(arts, config.val_articles) if config.val_articles else [])
+        kind = source_kind(path)
+        arts = load_documents(path)
+        default_train, default_val = DEFAULT_SELECTION[kind]
+        train_spec = config.train_articles if config.train_articles is not None else default_train
+        val_spec = config.val_articles if config.val_articles is not None else default_val
+        train.extend(select(arts, train_spec))
+        val.extend(select(arts, val_spec) if val_spec else [])
     overlap = {a.title for a in train} & {a.title for a in val}
     if overlap:
         raise ValueError(f"articles in both training and validation: {sorted(overlap)[:5]}")
     for a in (*train, *val):
         a.segment(encoder.segment)
     return train, val
+
+
+def plan_stages(config: TrainConfig, train_articles: Sequence[Article]) -> tuple[TrainConfig, str | None]:
+    """``config`` with its stages decided for the data, and a message when they were chosen.
+
+    No stages given: :func:`~landmark_rag.train.config.default_stages` - a distillation-only
+    stage when no training document has a question (plain text). Stages given for such data
+    must be distillation-only long-document stages: a contrastive term needs queries and
+    their answer sentences, and the pairwise/pseudo builders are built from questions.
+    """
+    if not train_articles:
+        raise ValueError("no training documents: check --data and --train-articles")
+    labelled = any(a.questions for a in train_articles)
+    if config.stages is None:
+        stages = default_stages(labelled)
+        message = None
+        if not labelled:
+            message = (
+                f"the training data has no questions ({len(train_articles)} plain-text documents): "
+                f"training a distillation-only stage (longdoc, {stages[0].steps} steps, contrastive_weight 0): "
+                "each in-context sentence vector is pulled towards the base model's vector of the sentence alone"
+            )
+        return replace(config, stages=stages), message
+    if not labelled:
+        bad = [
+            f"{s.kind}:{s.steps}:{s.contrastive_weight:g}"
+            for s in config.stages
+            if s.contrastive_weight or s.kind != "longdoc"
+        ]
+        if bad:
+            raise ValueError(
+                f"the training data has no questions, so stage(s) {', '.join(bad)} cannot run: a contrastive "
+                "term needs queries with answer sentences, and pairwise/pseudo stages are built from questions. "
+                "Use distillation-only long-document stages (--stage longdoc:STEPS:0) or leave --stage out."
+            )
+    return config, None
 
 
 def train(
@@ -421,11 +485,16 @@ def train(
             overrides["lmk_token"] = config.lmk_token
         if config.max_length:
             overrides["max_length"] = config.max_length
-        encoder = LandmarkEncoder.from_pretrained(config.base_model, device=config.device or None, **overrides)
+        if config.landmark_attention != "full":
+            overrides["landmark_attention"] = config.landmark_attention
+        with warnings.catch_warnings():
+            # a base model is untrained by definition: training is what the warning asks for
+            warnings.simplefilter("ignore", UntrainedLandmarkWarning)
+            encoder = LandmarkEncoder.from_pretrained(config.base_model, device=config.device or None, **overrides)
     train_articles, val_articles = load_articles(config, encoder)
     trainer = Trainer(encoder, config, train_articles, val_articles)
     history = trainer.train()
-    trainer.save(config.output_dir)
+    trainer.save(trainer.config.output_dir)
     encoder.model.eval()
     return encoder, history
 

@@ -1,0 +1,54 @@
+"""Isolated landmarks: an attention layout for bidirectional encoders.
+
+Why: in a bidirectional encoder every token sees every other, so landmark tokens inserted
+after each sentence change the text's own hidden states (dozens of unfamiliar tokens in
+one window), and the landmark after sentence ``i`` sees the whole window with nothing
+telling it which sentence is its own. The paper's causal LLM has neither problem: its
+LMK after sentence ``i`` sees exactly the text up to ``i`` and later tokens learn around it.
+
+``landmark_attention: "isolated"`` gives a bidirectional encoder the same structure:
+
+* text tokens attend to text tokens only, at the positions they would have without any
+  landmarks, so the text is encoded exactly as the base model encodes the plain window
+  (every text token still carries the whole window's context);
+* the landmark after sentence ``i`` attends to sentence ``i``'s tokens and itself, and
+  sits at the position after its sentence's last token. What it sees are contextual
+  states, so its vector still carries the context; training only has to teach it to
+  summarise, not where to look.
+
+Queries laid out as ``query + LMK`` get the same rule (the LMK reads the query).
+Windows without a landmark token come out exactly as with the plain 2-D mask.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def isolated_landmark_inputs(
+    ids: torch.Tensor, mask: torch.Tensor, lmk_id: int, dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(additive 4-D attention mask [B, 1, W, W], position_ids [B, W])`` for ``ids``.
+
+    ``mask`` is the 2-D padding mask of :func:`encode.pooling.pad_batch`. The landmark token
+    must be unique to landmarks (a new ``[LMK]``, not ``[SEP]`` which also ends the window).
+    """
+    valid = mask.bool()
+    is_lmk = (ids == lmk_id) & valid
+    text = valid & ~is_lmk
+    # segment of a token = number of landmarks strictly before it: sentence i's tokens and
+    # the landmark closing it share segment i
+    seg = torch.cumsum(is_lmk.long(), dim=1) - is_lmk.long()
+    q_lmk = is_lmk.unsqueeze(2)
+    k_valid = valid.unsqueeze(1)
+    same = seg.unsqueeze(2) == seg.unsqueeze(1)
+    allowed = (~q_lmk & text.unsqueeze(1)) | (q_lmk & same & k_valid)
+    # padding rows: let them see themselves so no softmax row is empty
+    eye = torch.eye(ids.shape[1], dtype=torch.bool, device=ids.device).unsqueeze(0)
+    allowed = allowed | (eye & ~valid.unsqueeze(2))
+    additive = torch.zeros(allowed.shape, dtype=dtype, device=ids.device)
+    additive.masked_fill_(~allowed, torch.finfo(dtype).min)
+    # text positions as if no landmark were there; a landmark takes the next position
+    count = torch.cumsum(text.long(), dim=1)
+    positions = torch.where(is_lmk, count, (count - 1).clamp(min=0))
+    return additive.unsqueeze(1), positions

@@ -1,0 +1,87 @@
+"""Isolated landmarks (encode/attention.py): text encoded as without landmarks, each
+landmark reading only its own sentence."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from landmark_rag.encode.attention import isolated_landmark_inputs
+from landmark_rag.encode.encoder import LandmarkEncoder
+from landmark_rag.encode.layout import document_jobs, tokenize_sentences
+from landmark_rag.encode.pooling import last_hidden, pad_batch
+
+SENTENCES = [
+    "The castle was built in 1221 by the count.",
+    "It burned down twice.",
+    "Its library now holds four thousand books on local history.",
+]
+
+
+@pytest.fixture(scope="module")
+def encoder() -> LandmarkEncoder:
+    torch.manual_seed(0)
+    enc = LandmarkEncoder.from_pretrained(
+        "all-MiniLM-L6-v2", pooling="landmark", query_pooling="landmark", landmark_attention="isolated"
+    )
+    enc.add_landmark_token("[LMK]")
+    return enc
+
+
+def test_mask_and_positions_follow_the_sentences() -> None:
+    lmk = 9
+    ids = torch.tensor([[1, 5, 5, lmk, 6, lmk, 2, 0]])
+    mask = torch.tensor([[1, 1, 1, 1, 1, 1, 1, 0]])
+    add, pos = isolated_landmark_inputs(ids, mask, lmk)
+    seen = add[0, 0] == 0
+    # text tokens see text tokens only (never a landmark, never padding)
+    assert seen[1].tolist() == [True, True, True, False, True, False, True, False]
+    # the first landmark sees its sentence (with the leading [CLS]) and itself
+    assert seen[3].tolist() == [True, True, True, True, False, False, False, False]
+    # the second landmark: its one-token sentence and itself
+    assert seen[5].tolist() == [False, False, False, False, True, True, False, False]
+    # text positions skip landmarks; a landmark sits right after its sentence
+    assert pos[0, :7].tolist() == [0, 1, 2, 3, 3, 4, 4]
+
+
+def test_text_states_equal_the_plain_window(encoder: LandmarkEncoder) -> None:
+    toks = tokenize_sentences(encoder, SENTENCES)
+    (job,) = document_jobs(encoder, toks)
+    ids, mask = pad_batch([job], encoder.pad_id)
+    with torch.inference_mode():
+        hidden = last_hidden(encoder.model, ids, mask, encoder.isolate_lmk)[0]
+        plain_ids = torch.from_numpy(np.concatenate([encoder.prefix_ids, *toks, encoder.suffix_ids]))[None]
+        plain = last_hidden(encoder.model, plain_ids, torch.ones_like(plain_ids))[0]
+    text = ids[0] != encoder.lmk_id
+    assert torch.allclose(hidden[text], plain, atol=1e-5)
+    # and the landmarks differ from one another (each reads its own sentence)
+    lmks = hidden[~text]
+    assert lmks.shape[0] == len(SENTENCES)
+    assert torch.cdist(lmks, lmks).triu(1).max() > 0.1
+
+
+def test_a_landmark_ignores_other_sentences(encoder: LandmarkEncoder) -> None:
+    """Changing sentence 3 changes landmark 1 only through the text's context, never
+    directly; with one window it must not change landmark 1 more than the text's states."""
+    a = encoder.encode_document(" ".join(SENTENCES)).embeddings
+    b = encoder.encode_document(" ".join(SENTENCES[:2] + ["Nothing else."])).embeddings
+    assert np.allclose(a[2], b[2]) is False
+    assert float(a[0] @ b[0]) > float(a[2] @ b[2])
+
+
+def test_isolated_needs_its_own_landmark_token() -> None:
+    enc = LandmarkEncoder.from_pretrained("all-MiniLM-L6-v2", pooling="landmark", landmark_attention="isolated")
+    with pytest.raises(ValueError, match="landmark token of its own"):
+        enc.encode_document("One sentence. Another one.")
+
+
+def test_isolated_is_part_of_the_identity_and_not_saved_when_full() -> None:
+    from landmark_rag.encode.config import LandmarkConfig
+
+    assert "landmark_attention" not in LandmarkConfig().to_dict()
+    iso = LandmarkConfig(landmark_attention="isolated")
+    assert iso.identity()["landmark_attention"] == "isolated"
+    assert LandmarkConfig.from_dict(iso.to_dict()) == iso
+    with pytest.raises(ValueError, match="bidirectional"):
+        LandmarkConfig(landmark_attention="isolated", causal=True)

