@@ -84,3 +84,21 @@ def test_readers_never_record_and_unmarked_collections_are_refused(tmp_path, tin
         app, ["query", "Who?", "--db", str(db), "--collection", "llama", "--model", str(tiny_bert_dir), "--json"]
     )
     assert other.exit_code == 3 and "pooling" in other.output  # the CLI's tiny model pools per sentence
+
+
+def test_isolated_landmarks_are_another_set_up_in_both_directions(tmp_path):
+    """``landmark_attention`` is in the identity only when not ``full`` (configs saved before it
+    existed stay byte-identical); a store recorded with ``isolated`` must still refuse a ``full``
+    model, whose identity simply lacks the field."""
+    from landmark_rag.encode.config import LandmarkConfig
+    from landmark_rag.store import StoreMismatchError
+
+    full = LandmarkConfig(model_name="bert-tiny").identity()
+    isolated = LandmarkConfig(model_name="bert-tiny", landmark_attention="isolated").identity()
+    assert "landmark_attention" not in full
+    for i, (recorded, other) in enumerate(((isolated, full), (full, isolated))):
+        store = ChromaSentenceStore.open(tmp_path / f"db{i}", "iso", identity=recorded)
+        with pytest.raises(StoreMismatchError, match="landmark_attention"):
+            store.check_identity(other)
+        store.check_identity(dict(recorded))  # the same set-up opens
+    ChromaSentenceStore.open(tmp_path / "db1", "iso").check_identity({**full, "landmark_attention": "full"})

@@ -69,6 +69,9 @@ GENERATION_KEY = IDENTITY_PREFIX + "generation"
 _WRITING, _COMPLETE = "writing", "complete"
 #: Identity fields compared only when the store has them recorded (added after stores existed).
 OPTIONAL_IDENTITY = ("weights_fingerprint",)
+#: Identity fields written only when they differ from their default (``LandmarkConfig.identity``):
+#: a side that lacks one has the default, so a recorded non-default is compared both ways.
+IDENTITY_DEFAULTS = {"landmark_attention": "full"}
 
 
 class StoreMismatchError(ValueError):
@@ -791,11 +794,16 @@ class ChromaSentenceStore:
 
 
 def _identity_diff(recorded: dict[str, Any], wanted: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
-    """Fields where ``wanted`` differs from ``recorded`` (optional fields only where both have them)."""
-    return {
-        k: (recorded.get(k), v) for k, v in wanted.items()
-        if recorded.get(k) != v and not (k in OPTIONAL_IDENTITY and k not in recorded)
+    """Fields where ``wanted`` differs from ``recorded`` (optional fields only where both have them;
+    a field with a default, :data:`IDENTITY_DEFAULTS`, also where only ``recorded`` has it)."""
+    out = {
+        k: (recorded.get(k, IDENTITY_DEFAULTS.get(k)), v) for k, v in wanted.items()
+        if recorded.get(k, IDENTITY_DEFAULTS.get(k)) != v and not (k in OPTIONAL_IDENTITY and k not in recorded)
     }
+    for k, default in IDENTITY_DEFAULTS.items():
+        if k in recorded and k not in wanted and recorded[k] != default:
+            out[k] = (recorded[k], default)
+    return out
 
 
 def _is_visible(metadata: dict[str, Any], record: dict[str, Any] | None) -> bool:
