@@ -45,12 +45,24 @@ def test_mask_and_positions_follow_the_sentences() -> None:
     assert pos[0, :7].tolist() == [0, 1, 2, 3, 3, 4, 4]
 
 
+def test_prefix_landmarks_read_everything_up_to_their_sentence() -> None:
+    lmk = 9
+    ids = torch.tensor([[1, 5, 5, lmk, 6, lmk, 2]])
+    add, pos = isolated_landmark_inputs(ids, torch.ones_like(ids), lmk, prefix=True)
+    seen = add[0, 0] == 0
+    # the second landmark reads sentence 1 and 2 (not the first landmark), and itself
+    assert seen[5].tolist() == [True, True, True, False, True, True, False]
+    assert seen[3].tolist() == [True, True, True, True, False, False, False]
+    # text tokens are unaffected by the variant
+    assert seen[4].tolist() == [True, True, True, False, True, False, True]
+
+
 def test_text_states_equal_the_plain_window(encoder: LandmarkEncoder) -> None:
     toks = tokenize_sentences(encoder, SENTENCES)
     (job,) = document_jobs(encoder, toks)
     ids, mask = pad_batch([job], encoder.pad_id)
     with torch.inference_mode():
-        hidden = last_hidden(encoder.model, ids, mask, encoder.isolate_lmk)[0]
+        hidden = last_hidden(encoder.model, ids, mask, encoder.landmark_layout)[0]
         plain_ids = torch.from_numpy(np.concatenate([encoder.prefix_ids, *toks, encoder.suffix_ids]))[None]
         plain = last_hidden(encoder.model, plain_ids, torch.ones_like(plain_ids))[0]
     text = ids[0] != encoder.lmk_id

@@ -31,7 +31,7 @@ def _train_vs_inference(encoder: LandmarkEncoder) -> tuple[np.ndarray, np.ndarra
     )
     with torch.no_grad():
         (trained,) = document_vectors(
-            encoder, hf_forward(encoder.model, encoder.isolate_lmk), [example], encoder.device
+            encoder, hf_forward(encoder.model, encoder.landmark_layout), [example], encoder.device
         )
     return trained.numpy(), doc.embeddings, example
 
@@ -58,9 +58,10 @@ def test_bidirectional_training_forward_equals_inference(tiny_bert_dir, pooling)
     np.testing.assert_allclose(trained, inferred, atol=2e-5)
 
 
-def test_isolated_landmarks_training_forward_equals_inference(tiny_bert_dir):
+@pytest.mark.parametrize("attention", ["isolated", "prefix"])
+def test_isolated_landmarks_training_forward_equals_inference(tiny_bert_dir, attention):
     encoder = LandmarkEncoder.from_pretrained(
-        tiny_bert_dir, device="cpu", pooling="landmark", max_length=40, landmark_attention="isolated"
+        tiny_bert_dir, device="cpu", pooling="landmark", max_length=40, landmark_attention=attention
     )
     encoder.add_landmark_token("[LMK]")
     trained, inferred, _ = _train_vs_inference(encoder)

@@ -16,6 +16,11 @@ LMK after sentence ``i`` sees exactly the text up to ``i`` and later tokens lear
   states, so its vector still carries the context; training only has to teach it to
   summarise, not where to look.
 
+``landmark_attention: "prefix"`` is the same with one difference: the landmark after
+sentence ``i`` reads every text token of the window up to the end of sentence ``i`` (the
+causal model's view, still over contextual states), which lets a hit after the answer carry
+it (what Front-k expansion needs).
+
 Queries laid out as ``query + LMK`` get the same rule (the LMK reads the query).
 Windows without a landmark token come out exactly as with the plain 2-D mask.
 """
@@ -26,12 +31,14 @@ import torch
 
 
 def isolated_landmark_inputs(
-    ids: torch.Tensor, mask: torch.Tensor, lmk_id: int, dtype: torch.dtype = torch.float32
+    ids: torch.Tensor, mask: torch.Tensor, lmk_id: int, dtype: torch.dtype = torch.float32, prefix: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(additive 4-D attention mask [B, 1, W, W], position_ids [B, W])`` for ``ids``.
 
     ``mask`` is the 2-D padding mask of :func:`encode.pooling.pad_batch`. The landmark token
     must be unique to landmarks (a new ``[LMK]``, not ``[SEP]`` which also ends the window).
+    ``prefix``: a landmark reads every text token up to the end of its sentence (the causal
+    model's view) instead of its own sentence only.
     """
     valid = mask.bool()
     is_lmk = (ids == lmk_id) & valid
@@ -41,7 +48,11 @@ def isolated_landmark_inputs(
     seg = torch.cumsum(is_lmk.long(), dim=1) - is_lmk.long()
     q_lmk = is_lmk.unsqueeze(2)
     k_valid = valid.unsqueeze(1)
-    same = seg.unsqueeze(2) == seg.unsqueeze(1)
+    if prefix:
+        same = (seg.unsqueeze(2) > seg.unsqueeze(1)) & text.unsqueeze(1)
+        same = same | (seg.unsqueeze(2) == seg.unsqueeze(1))
+    else:
+        same = seg.unsqueeze(2) == seg.unsqueeze(1)
     allowed = (~q_lmk & text.unsqueeze(1)) | (q_lmk & same & k_valid)
     # padding rows: let them see themselves so no softmax row is empty
     eye = torch.eye(ids.shape[1], dtype=torch.bool, device=ids.device).unsqueeze(0)

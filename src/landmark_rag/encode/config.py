@@ -71,7 +71,7 @@ class LandmarkConfig:
     model_name: str | None = None
     expansion: Literal["front", "surround", "adaptive"] = "front"
     expansion_params: dict[str, Any] = field(default_factory=dict)
-    landmark_attention: Literal["full", "isolated"] = "full"
+    landmark_attention: Literal["full", "isolated", "prefix"] = "full"
     fusion: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     #: Set when weights are loaded (``encode.fingerprint``); never saved with the config.
@@ -84,10 +84,12 @@ class LandmarkConfig:
             raise ValueError(f"query_pooling must be 'landmark' or 'mean', not {self.query_pooling!r}")
         if self.expansion not in ("front", "surround", "adaptive"):
             raise ValueError(f"expansion must be 'front', 'surround' or 'adaptive', not {self.expansion!r}")
-        if self.landmark_attention not in ("full", "isolated"):
-            raise ValueError(f"landmark_attention must be 'full' or 'isolated', not {self.landmark_attention!r}")
-        if self.landmark_attention == "isolated" and self.causal:
-            raise ValueError("landmark_attention='isolated' is for bidirectional encoders; a causal model's "
+        if self.landmark_attention not in ("full", "isolated", "prefix"):
+            raise ValueError(
+                f"landmark_attention must be 'full', 'isolated' or 'prefix', not {self.landmark_attention!r}"
+            )
+        if self.landmark_attention != "full" and self.causal:
+            raise ValueError(f"landmark_attention={self.landmark_attention!r} is for bidirectional encoders; a causal model's "
                              "landmark already sees only the text before it")
 
     @classmethod

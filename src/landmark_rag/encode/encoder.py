@@ -147,18 +147,20 @@ class LandmarkEncoder:
         return plain_model_config(source)
 
     @property
-    def isolate_lmk(self) -> int | None:
-        """The landmark id when landmarks are isolated (``encode.attention``), else ``None``."""
-        if self.config.landmark_attention != "isolated":
+    def landmark_layout(self) -> tuple[int, bool] | None:
+        """``(landmark id, prefix)`` when landmarks are isolated (``landmark_attention``
+        ``isolated``/``prefix``, ``encode.attention``), ``None`` for full attention."""
+        mode = self.config.landmark_attention
+        if mode == "full":
             return None
         if self.causal:
-            raise ValueError("landmark_attention='isolated' is for bidirectional encoders")
+            raise ValueError(f"landmark_attention={mode!r} is for bidirectional encoders")
         if self.lmk_id in self.prefix_ids or self.lmk_id in self.suffix_ids:
             raise ValueError(
-                f"landmark_attention='isolated' needs a landmark token of its own, not {self.config.lmk_token!r} "
+                f"landmark_attention={mode!r} needs a landmark token of its own, not {self.config.lmk_token!r} "
                 "(which also wraps every window); add one with add_landmark_token('[LMK]')"
             )
-        return self.lmk_id
+        return self.lmk_id, mode == "prefix"
 
     def to(self, device: str | torch.device) -> LandmarkEncoder:
         """Move the model to ``device`` (the encoder then runs its inputs there); returns self."""
@@ -338,7 +340,7 @@ class LandmarkEncoder:
     def _forward_pool(self, batch: list[Job], mode: str) -> list[np.ndarray]:
         """Run one padded batch and pool it (``encode.pooling``, the code training runs too)."""
         ids, mask = pad_batch(batch, self.pad_id)
-        hidden = last_hidden(self.model, ids.to(self.device), mask.to(self.device), self.isolate_lmk)
+        hidden = last_hidden(self.model, ids.to(self.device), mask.to(self.device), self.landmark_layout)
         return [v.cpu().numpy() for v in pool(hidden, batch, mode)]
 
     # ------------------------------------------------------------------ queries

@@ -27,17 +27,21 @@ def pad_batch(jobs: Sequence[Job], pad_id: int) -> tuple[torch.Tensor, torch.Ten
     return ids, mask
 
 
-def last_hidden(model: Any, ids: torch.Tensor, mask: torch.Tensor, isolate_lmk: int | None = None) -> torch.Tensor:
+def last_hidden(
+    model: Any, ids: torch.Tensor, mask: torch.Tensor, layout: tuple[int, bool] | None = None
+) -> torch.Tensor:
     """The last hidden state of a Hugging Face encoder or decoder (or a peft/accelerate wrapper).
 
-    ``isolate_lmk``: the landmark token id of a model with ``landmark_attention="isolated"``
-    (``encode.attention``); ``None`` for the plain padding mask.
+    ``layout``: ``(landmark id, prefix)`` of a model whose landmarks are isolated
+    (``LandmarkEncoder.landmark_layout``, ``encode.attention``); ``None`` for the plain mask.
     """
-    if isolate_lmk is not None:
+    if layout is not None:
         from landmark_rag.encode.attention import isolated_landmark_inputs
 
         dtype = next(model.parameters()).dtype
-        mask4, positions = isolated_landmark_inputs(ids, mask, isolate_lmk, dtype if dtype.is_floating_point else torch.float32)
+        mask4, positions = isolated_landmark_inputs(
+            ids, mask, layout[0], dtype if dtype.is_floating_point else torch.float32, prefix=layout[1]
+        )
         out = model(input_ids=ids, attention_mask=mask4, position_ids=positions)
         return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
     out = model(input_ids=ids, attention_mask=mask)

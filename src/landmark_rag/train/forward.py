@@ -78,11 +78,11 @@ def document_vectors(
     return pool_jobs(forward, jobs, counts, mode, encoder.pad_id, device)
 
 
-def hf_forward(model: torch.nn.Module, isolate_lmk: int | None = None) -> Forward:
+def hf_forward(model: torch.nn.Module, layout: tuple[int, bool] | None = None) -> Forward:
     """The last hidden state of a Hugging Face encoder (or of a peft/accelerate wrapper);
-    ``isolate_lmk`` as in ``encode.pooling.last_hidden`` (the encoder's ``isolate_lmk``)."""
+    ``layout`` as in ``encode.pooling.last_hidden`` (the encoder's ``landmark_layout``)."""
 
     def run(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return last_hidden(model, ids, mask, isolate_lmk)
+        return last_hidden(model, ids, mask, layout)
 
     return run

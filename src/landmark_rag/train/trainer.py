@@ -119,7 +119,7 @@ class Trainer:
         params = [p for p in trainable.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
         self.model, self.optimizer = self.accelerator.prepare(trainable, self.optimizer)
-        self._forward = hf_forward(self.model, encoder.isolate_lmk)
+        self._forward = hf_forward(self.model, encoder.landmark_layout)
         self._teacher_cache: dict[str, torch.Tensor] = {}
         # in-context distillation target (config.distill_model): a frozen second encoder
         self.context_teacher: LandmarkEncoder | None = None
@@ -170,7 +170,7 @@ class Trainer:
         t = self.context_teacher
         assert t is not None
         with torch.no_grad():
-            return torch.cat(document_vectors(t, hf_forward(t.model, t.isolate_lmk), batch, self.device))
+            return torch.cat(document_vectors(t, hf_forward(t.model, t.landmark_layout), batch, self.device))
 
     def batch_loss(self, batch: Batch, stage: StageConfig) -> dict[str, torch.Tensor]:
         enc = self.encoder
