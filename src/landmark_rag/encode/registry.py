@@ -1,14 +1,14 @@
 """The model registry: which names mean which weights, and which model is the default.
 
-Aliases of pip-packaged models (``all-MiniLM-L6-v2``, ``SmolLM2-135M-Instruct``), models that
-ship inside this package (``landmark-minilm``, in ``landmark_rag/models/``), the default
+Aliases of pip-packaged models (``all-MiniLM-L6-v2``, ``all-mpnet-base-v2``,
+``SmolLM2-135M-Instruct``), models that ship inside this package (``landmark-minilm``,
+``landmark-minilm-lmk``, ``landmark-mpnet``, in ``landmark_rag/models/``), the default
 model, and the config a plain model gets. It depends on nothing of the package but
 ``encode.config``, so loading (``encode.loading``), the encoder, the CLI and the adapters
 can all ask it without importing each other.
 
-The package ships one trained landmark model, ``landmark-minilm``: a LoRA adapter (a few MB)
-over all-MiniLM-L6-v2, whose base weights come from their own pip package. It is the
-default because it beats embedding each sentence alone on held-out articles
+The default trained model is ``landmark-minilm``: a LoRA adapter (a few MB) over
+all-MiniLM-L6-v2, whose base weights come from their own pip package. It is the default because it beats embedding each sentence alone on held-out articles
 (docs/model_card.md). If the adapter directory is missing (a trimmed install), the default
 falls back to the plain model used per sentence, which is never worse than untrained
 in-context pooling.
