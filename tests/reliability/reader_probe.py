@@ -24,9 +24,17 @@ def observe(store: ChromaSentenceStore) -> dict:
     """One reader's view: visible documents' texts, and the invariants of a search over all."""
     docs = store.documents()
     texts = {}
-    for doc_id, md in docs.items():
-        sents = store.document_sentences(doc_id)
-        text = store.document_text(doc_id) or ""
+    for doc_id in docs:
+        # an optimistic read: the manifest record, the sentences and the text are separate
+        # calls, so a commit between them is retried (the record is re-read to detect it);
+        # what must never happen is an inconsistent view under one unchanged record
+        for _ in range(5):
+            md = store.documents().get(doc_id)
+            sents = store.document_sentences(doc_id)
+            text = store.document_text(doc_id) or ""
+            if md is not None and store.documents().get(doc_id) == md:
+                break
+        assert md is not None, doc_id
         assert [s.index for s in sents] == list(range(md["n_sentences"])), doc_id
         assert all(text[s.start : s.end] == s.text for s in sents), doc_id
         texts[doc_id] = text
