@@ -90,3 +90,35 @@ def test_pairwise_and_pseudo_builders():
     )
     questions = {q.text for q in para[0].questions if q.paragraph == para[1]}
     assert set(ex.queries) <= questions
+
+
+def test_bad_article_selections_are_named():
+    from landmark_rag.train.config import TrainingInputError
+    from landmark_rag.train.squad import Article, select
+
+    arts = [Article(f"T{i}", "x", [], []) for i in range(3)]
+    assert [a.title for a in select(arts, "1:")] == ["T1", "T2"]
+    assert [a.title for a in select(arts, "T2, 0")] == ["T2", "T0"]
+    for spec, message in [("a:b", "not a slice"), ("7", "does not exist"), ("Nope", "no article titled 'Nope'")]:
+        with pytest.raises(TrainingInputError, match=message):
+            select(arts, spec)
+
+
+def test_cli_reports_input_errors_in_one_line_and_keeps_bug_tracebacks(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from landmark_rag.cli import app
+
+    runner = CliRunner()
+    bad = runner.invoke(app, ["train", "-o", str(tmp_path / "m"), "--train-articles", "Nope", "--val-articles", ""])
+    assert bad.exit_code == 2
+    assert "no article titled 'Nope'" in bad.output and "Traceback" not in bad.output
+
+    import landmark_rag.train as train_pkg
+
+    def broken(config):  # an internal ValueError is a bug: it must not become a one-line message
+        raise ValueError("one span per query")
+
+    monkeypatch.setattr(train_pkg, "train", broken)
+    crash = runner.invoke(app, ["train", "-o", str(tmp_path / "m2")])
+    assert isinstance(crash.exception, ValueError) and crash.exit_code != 2

@@ -72,7 +72,9 @@ def train_command(
     threads: Optional[int] = typer.Option(None, help="torch CPU threads."),
 ) -> None:
     """Train with the position-aware contrastive objective (pairwise, pseudo and long-document stages)."""
+    from landmark_rag.encode.registry import ModelNotFoundError
     from landmark_rag.train import TrainConfig, train
+    from landmark_rag.train.config import TrainingInputError
 
     values = TrainConfig.load(config).to_dict() if config else {}
     flags = {
@@ -106,7 +108,9 @@ def train_command(
         raise typer.BadParameter(str(exc)) from exc
     try:
         _, history = train(cfg)
-    except (ValueError, FileNotFoundError) as exc:  # bad data or stage choice: a message, not a traceback
+    except (TrainingInputError, FileNotFoundError, ModelNotFoundError) as exc:
+        # bad data, selection, stage choice or base model: a message, not a traceback (an
+        # internal ValueError is a bug and keeps its traceback)
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     final = [h for h in history if "validation" in h]

@@ -6,7 +6,7 @@ model's per-sentence embedding.
 Needs the ``train`` extra (peft) for LoRA.
 """
 
-from landmark_rag.train.config import StageConfig, TrainConfig
+from landmark_rag.train.config import StageConfig, TrainConfig, TrainingInputError
 from landmark_rag.train.examples import Batch, TrainExample
 from landmark_rag.train.loss import distillation_loss, position_aware_contrastive_loss, position_weights
 from landmark_rag.train.squad import Article, Question, load_squad
@@ -21,6 +21,7 @@ __all__ = [
     "TrainConfig",
     "TrainExample",
     "Trainer",
+    "TrainingInputError",
     "distillation_loss",
     "gold_sentence_ranks",
     "load_articles",

@@ -19,6 +19,14 @@ StageKind = Literal["pairwise", "pseudo", "longdoc"]
 DEFAULT_SELECTION = {"squad": ("0:16", "16:24"), "text": (":", "")}
 
 
+class TrainingInputError(ValueError):
+    """The user's data, article selection or stage choice cannot be trained on.
+
+    A ``ValueError`` (existing callers keep working); the CLI turns exactly these into a
+    one-line message, so an internal ``ValueError`` (a bug) still shows its traceback.
+    """
+
+
 @dataclass
 class StageConfig:
     """One training stage: a data builder and the loss mix it feeds the shared trainer.
@@ -39,7 +47,7 @@ class StageConfig:
 
     def __post_init__(self) -> None:
         if self.kind not in ("pairwise", "pseudo", "longdoc"):
-            raise ValueError(f"stage kind must be pairwise, pseudo or longdoc, not {self.kind!r}")
+            raise TrainingInputError(f"stage kind must be pairwise, pseudo or longdoc, not {self.kind!r}")
 
 
 @dataclass
@@ -106,14 +114,14 @@ class TrainConfig:
         if self.stages is not None:
             self.stages = [s if isinstance(s, StageConfig) else StageConfig(**s) for s in self.stages]
         if self.init_adapter and not self.lora:
-            raise ValueError("init_adapter starts LoRA weights; it needs lora=true")
+            raise TrainingInputError("init_adapter starts LoRA weights; it needs lora=true")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"unknown training options: {', '.join(unknown)}")
+            raise TrainingInputError(f"unknown training options: {', '.join(unknown)}")
         return cls(**data)
 
     @classmethod

@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 
+from landmark_rag.train.config import TrainingInputError
 from landmark_rag.train.examples import Batch, TrainExample
 from landmark_rag.train.squad import Article
 
@@ -110,7 +111,7 @@ class LongDocBuilder:
         Articles are drawn in proportion to their questions (a document without questions:
         to its sentences)."""
         if not self.articles:
-            raise ValueError("no training documents with sentences (and questions, for a contrastive stage)")
+            raise TrainingInputError("no training documents with sentences (and questions, for a contrastive stage)")
         weights = [len(a.questions) or len(a.sentences) for a in self.articles]
         k = min(self.examples_per_batch, len(self.articles))
         while True:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from landmark_rag.train.config import TrainingInputError
 from landmark_rag.train.squad import Article, load_squad
 
 #: File suffixes read as plain-text documents (a file given directly must have one of them,
@@ -47,14 +48,14 @@ def load_text_documents(path: str | Path) -> list[Article]:
     if not p.exists():
         raise FileNotFoundError(f"--data {path}: no such file or directory")
     if p.is_file() and p.suffix.lower() not in TEXT_SUFFIXES:
-        raise ValueError(
+        raise TrainingInputError(
             f"--data {path}: not a SQuAD-format .json file nor plain text ({', '.join(TEXT_SUFFIXES)})"
         )
     files = discover_files([p])
     if p.is_dir():
         files = [f for f in files if f.path.suffix.lower() in TEXT_SUFFIXES]
         if not files:
-            raise ValueError(f"--data {path}: no {'/'.join(TEXT_SUFFIXES)} files in this folder")
+            raise TrainingInputError(f"--data {path}: no {'/'.join(TEXT_SUFFIXES)} files in this folder")
     articles = []
     for f in files:
         text = f.path.read_text(encoding="utf-8", errors="replace")

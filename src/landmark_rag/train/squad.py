@@ -61,12 +61,29 @@ def load_squad(path: str | Path) -> list[Article]:
 
 
 def select(articles: Sequence[Article], spec: str) -> list[Article]:
-    """Articles by a Python slice ``"a:b"`` or comma-separated indices/titles."""
+    """Articles by a Python slice ``"a:b"`` or comma-separated indices/titles.
+
+    A spec that names no article (a bad number, an index past the end, an unknown title)
+    raises :class:`~landmark_rag.train.config.TrainingInputError` naming it.
+    """
+    from landmark_rag.train.config import TrainingInputError
+
     spec = spec.strip()
     if ":" in spec and "," not in spec:
-        a, b = (int(x) if x.strip() else None for x in spec.split(":", 1))
+        try:
+            a, b = (int(x) if x.strip() else None for x in spec.split(":", 1))
+        except ValueError:
+            raise TrainingInputError(f"article selection {spec!r} is not a slice 'a:b' of integers") from None
         return list(articles[a:b])
     out = []
+    titles = {a.title: a for a in articles}
     for item in (x.strip() for x in spec.split(",") if x.strip()):
-        out.append(articles[int(item)] if item.lstrip("-").isdigit() else next(a for a in articles if a.title == item))
+        if item.lstrip("-").isdigit():
+            if not -len(articles) <= int(item) < len(articles):
+                raise TrainingInputError(f"article {item} does not exist: the data has {len(articles)} articles")
+            out.append(articles[int(item)])
+        elif item in titles:
+            out.append(titles[item])
+        else:
+            raise TrainingInputError(f"no article titled {item!r} in the data")
     return out

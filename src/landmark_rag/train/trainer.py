@@ -23,7 +23,13 @@ from tqdm.auto import tqdm
 
 from landmark_rag.encode.encoder import LandmarkEncoder
 from landmark_rag.encode.untrained import UntrainedLandmarkWarning
-from landmark_rag.train.config import DEFAULT_SELECTION, StageConfig, TrainConfig, default_stages
+from landmark_rag.train.config import (
+    DEFAULT_SELECTION,
+    StageConfig,
+    TrainConfig,
+    TrainingInputError,
+    default_stages,
+)
 from landmark_rag.train.data_longdoc import LongDocBuilder
 from landmark_rag.train.data_pairwise import PairwiseBuilder
 from landmark_rag.train.data_pseudo import PseudoDocBuilder
@@ -325,13 +331,13 @@ def load_adapter_weights(peft_model: Any, adapter: str, config: TrainConfig) -> 
         config.lora_alpha,
         sorted(config.lora_targets),
     ):
-        raise ValueError(f"init_adapter {adapter!r} has a different rank, alpha or targets than this run's LoRA")
+        raise TrainingInputError(f"init_adapter {adapter!r} has a different rank, alpha or targets than this run's LoRA")
     loaded = load_file(str(path / "adapter_model.safetensors"))
     # weights the saved adapter lacks (a new [LMK] row) keep their values
     state = get_peft_model_state_dict(peft_model, save_embedding_layers=False)
     unknown = sorted(set(loaded) - set(state))
     if unknown:
-        raise ValueError(f"init_adapter {adapter!r} has weights this model lacks: {unknown[:3]}")
+        raise TrainingInputError(f"init_adapter {adapter!r} has weights this model lacks: {unknown[:3]}")
     state.update(loaded)
     set_peft_model_state_dict(peft_model, state)
 
@@ -428,7 +434,7 @@ def load_articles(config: TrainConfig, encoder: LandmarkEncoder) -> tuple[list[A
         val.extend(select(arts, val_spec) if val_spec else [])
     overlap = {a.title for a in train} & {a.title for a in val}
     if overlap:
-        raise ValueError(f"articles in both training and validation: {sorted(overlap)[:5]}")
+        raise TrainingInputError(f"articles in both training and validation: {sorted(overlap)[:5]}")
     for a in (*train, *val):
         a.segment(encoder.segment)
     return train, val
@@ -443,7 +449,7 @@ def plan_stages(config: TrainConfig, train_articles: Sequence[Article]) -> tuple
     their answer sentences, and the pairwise/pseudo builders are built from questions.
     """
     if not train_articles:
-        raise ValueError("no training documents: check --data and --train-articles")
+        raise TrainingInputError("no training documents: check --data and --train-articles")
     labelled = any(a.questions for a in train_articles)
     if config.stages is None:
         stages = default_stages(labelled)
@@ -462,7 +468,7 @@ def plan_stages(config: TrainConfig, train_articles: Sequence[Article]) -> tuple
             if s.contrastive_weight or s.kind != "longdoc"
         ]
         if bad:
-            raise ValueError(
+            raise TrainingInputError(
                 f"the training data has no questions, so stage(s) {', '.join(bad)} cannot run: a contrastive "
                 "term needs queries with answer sentences, and pairwise/pseudo stages are built from questions. "
                 "Use distillation-only long-document stages (--stage longdoc:STEPS:0) or leave --stage out."
