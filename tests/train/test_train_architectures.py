@@ -35,12 +35,7 @@ TEXT = (
 )
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)  # 32-wide models gain nothing from threads; spin-waits on a busy box
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _suffix_modules(model: torch.nn.Module, names: set[str]) -> dict[str, torch.Tensor]:

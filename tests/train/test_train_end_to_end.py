@@ -17,13 +17,7 @@ from landmark_rag.train import StageConfig, TrainConfig, Trainer, load_articles
 DATA = Path(__file__).resolve().parents[2] / "data" / "squad-v1.1-dev-part-a.json"
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # a 32-wide model gains nothing from threads, and on a busy machine they spin-wait
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

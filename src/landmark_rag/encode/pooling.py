@@ -35,16 +35,15 @@ def last_hidden(
     ``layout``: ``(landmark id, prefix)`` of a model whose landmarks are isolated
     (``LandmarkEncoder.landmark_layout``, ``encode.attention``); ``None`` for the plain mask.
     """
+    inputs: dict[str, torch.Tensor] = {"input_ids": ids, "attention_mask": mask}
     if layout is not None:
         from landmark_rag.encode.attention import isolated_landmark_inputs
 
         dtype = next(model.parameters()).dtype
-        mask4, positions = isolated_landmark_inputs(
+        inputs["attention_mask"], inputs["position_ids"] = isolated_landmark_inputs(
             ids, mask, layout[0], dtype if dtype.is_floating_point else torch.float32, prefix=layout[1]
         )
-        out = model(input_ids=ids, attention_mask=mask4, position_ids=positions)
-        return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
-    out = model(input_ids=ids, attention_mask=mask)
+    out = model(**inputs)
     return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
 
 
