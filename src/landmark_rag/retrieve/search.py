@@ -21,7 +21,7 @@ class SearchableSource(SentenceSource, Protocol):
 
 def collect_passages(
     fetch_hits: Callable[[int], list[Hit]],
-    total: int,
+    total: int | None,
     source: SentenceSource,
     k: int,
     strategy: Strategy | str = "front",
@@ -34,22 +34,24 @@ def collect_passages(
 
     ``fetch_hits(n)`` returns the best ``n`` scored sentence hits for the query, whatever
     produced them (a vector search, a lexical index, a fusion of both); ``total`` is how
-    many sentences exist. Hits of one document often expand into the same passage, so
+    many sentences exist, or ``None`` when unknown (a count can cost as much as the search:
+    the store running out shows as ``fetch_hits`` returning fewer than asked). Hits of one document often expand into the same passage, so
     ``k`` hits can merge into fewer than ``k`` passages: more hits are asked for until the
     best-first hits form ``k`` distinct, non-overlapping passages.
     """
     if k <= 0:
         return []
-    n = min(total, max(2 * k, 8))
+    limit = total if total is not None else float("inf")
+    n = int(min(limit, max(2 * k, 8)))
     passages: list[Passage] = []
     while n > 0:
         hits = fetch_hits(n)
         passages = expand_hits(
             hits, source, strategy, query_vector=query_vector, count_tokens=count_tokens, max_passages=k
         )
-        if len(passages) >= k or n >= total or len(hits) < n:
+        if len(passages) >= k or n >= limit or len(hits) < n:
             break
-        n = min(total, n * 2)
+        n = int(min(limit, n * 2))
     best = passages[:k]
     if order == "document":
         best.sort(key=lambda p: (p.doc_id, p.start))
@@ -73,7 +75,7 @@ def search_passages(
     """
     return collect_passages(
         lambda n: store.query(query_vector, n, where=where),
-        store.count_sentences(),
+        None,
         store,
         k,
         strategy,

@@ -535,9 +535,10 @@ class ChromaSentenceStore:
         self._fresh()
         if k <= 0:
             return []
-        total = self.count_sentences()
-        n = min(k, total)
-        while n > 0:
+        n = k
+        while True:
+            # no count() first: Chroma returns fewer than n_results when it has fewer, and a
+            # count costs ~9 ms at 100k sentences (docs/benchmarks.md, "Query latency")
             got = self.collection.query(
                 query_embeddings=[np.asarray(vector, dtype=np.float32)], n_results=n, where=where,
                 include=["documents", "metadatas", "distances"],
@@ -547,10 +548,9 @@ class ChromaSentenceStore:
                 for text, md, dist in zip(got["documents"][0], got["metadatas"][0], got["distances"][0], strict=True)
             ]
             visible = self._visible(hits)
-            if len(visible) >= k or n >= total:
+            if len(visible) >= k or len(hits) < n:
                 return visible[:k]
-            n = min(total, n * 2)
-        return []
+            n *= 2
 
     def query_ids(self, vector: np.ndarray, n: int, *, where: dict[str, Any] | None = None) -> list[tuple[str, float]]:
         """Top-``n`` sentence keys ``doc_id:index`` with their cosine similarity, nothing else read.
@@ -559,7 +559,7 @@ class ChromaSentenceStore:
         of reading 100 records' text and metadata); visibility is checked later, on the few
         records :meth:`hits_by_ids` reads.
         """
-        n = min(int(n), self.count_sentences())
+        n = int(n)  # Chroma clamps n_results to what it holds; no count() needed
         if n <= 0:
             return []
         with _store_errors("searching"):
@@ -691,18 +691,40 @@ class ChromaSentenceStore:
         self, wanted: Mapping[str, set[int]], include: list[str], embeddings: bool,
         where: dict[str, Any] | None = None,
     ) -> dict[tuple[str, int], tuple[str, str, dict[str, Any], Any]]:
-        """Visible records at ``(doc_id, index)`` addresses, all documents in **one** store call.
+        """Visible records at ``(doc_id, index)`` addresses, all documents in **one** read of
+        the sentences (plus one small manifest read).
 
-        Record ids carry the write's version (``doc_id:index@VERSION``), so sentences are
-        found by their metadata; while a document is replaced both versions are stored and
-        the manifest (one small read) says which one readers see.
+        Record ids carry the write's version (``doc_id:index@VERSION``); the manifest says which
+        version readers see (while a document is replaced both are stored), so a complete
+        document's records are read by id. Records without that form are found by metadata.
         """
         docs = sorted(d for d, idx in wanted.items() if idx)
         if not docs:
             return {}
         self._fresh()
-        all_idx = sorted({i for d in docs for i in wanted[d]})
-        parts: list[dict[str, Any]] = [{DOC_ID: docs[0]} if len(docs) == 1 else {DOC_ID: {"$in": docs}}]
+        records = self._manifest_records(docs)
+        out: dict[tuple[str, int], tuple[str, str, dict[str, Any], Any]] = {}
+        # A completely stored, versioned document: the ids of its visible records follow from
+        # the manifest's version, and a read by id is a key lookup (about 1 ms at 100k
+        # sentences), where the metadata filter below scans (about 13 ms; docs/benchmarks.md,
+        # "Query latency"). Everything else (documents without a manifest entry, written
+        # before versions existed, or being written) takes the filter.
+        by_id = {d: str(records[d][VERSION]) for d in docs
+                 if records.get(d, {}).get(STATE) == _COMPLETE and records[d].get(VERSION)}
+        if by_id:
+            ids = [sentence_id(d, i, v) for d, v in by_id.items() for i in sorted(wanted[d])]
+            with _store_errors("reading sentences"):
+                got = self.collection.get(ids=ids, where=where, include=include)
+            self._collect(got, wanted, records, embeddings, out)
+            for d in list(by_id):  # a record missing under its id (written outside the protocol,
+                n = records[d].get(N_SENTENCES)  # ids kept, version changed): read by metadata
+                if any((d, i) not in out for i in wanted[d] if not isinstance(n, int) or i < n):
+                    del by_id[d]
+        rest = [d for d in docs if d not in by_id]
+        if not rest:
+            return out
+        all_idx = sorted({i for d in rest for i in wanted[d]})
+        parts: list[dict[str, Any]] = [{DOC_ID: rest[0]} if len(rest) == 1 else {DOC_ID: {"$in": rest}}]
         if len(all_idx) <= 256:
             parts.append({INDEX: {"$in": all_idx}})
         if where:
@@ -710,11 +732,17 @@ class ChromaSentenceStore:
         query = parts[0] if len(parts) == 1 else {"$and": parts}
         with _store_errors("reading sentences"):
             got = self.collection.get(where=query, include=include)
+        self._collect(got, {d: wanted[d] for d in rest}, records, embeddings, out)
+        return out
+
+    @staticmethod
+    def _collect(
+        got: Mapping[str, Any], wanted: Mapping[str, set[int]], records: Mapping[str, dict[str, Any]],
+        embeddings: bool, out: dict[tuple[str, int], tuple[str, str, dict[str, Any], Any]],
+    ) -> None:
+        """Add the visible records of a ``collection.get`` answer that ``wanted`` names to ``out``."""
         mds = [dict(md or {}) for md in got["metadatas"]]
-        versioned = {str(md.get(DOC_ID)) for md in mds if VERSION in md}
-        records = self._manifest_records(versioned) if versioned else {}
         vecs = got.get("embeddings") if embeddings else None
-        out: dict[tuple[str, int], tuple[str, str, dict[str, Any], Any]] = {}
         texts = got.get("documents") or [""] * len(got["ids"])
         for j, (rid, text, md) in enumerate(zip(got["ids"], texts, mds, strict=True)):
             d, i = str(md.get(DOC_ID)), int(md.get(INDEX, -1))
@@ -725,7 +753,6 @@ class ChromaSentenceStore:
                 continue
             vec = np.asarray(vecs[j], dtype=np.float32) if vecs is not None else None
             out[(d, i)] = (rid, text or "", md, vec)
-        return out
 
     def _get(self, doc_id: str, indices: Iterable[int], embeddings: bool) -> dict[int, tuple[Sentence, Any]]:
         return self.get_many({doc_id: indices}, embeddings=embeddings)[str(doc_id)]
