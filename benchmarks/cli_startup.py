@@ -13,7 +13,7 @@ is kept, so the ratio between them holds even when the absolute times do not.
 
 Prints a JSON object: per tree and command, the best wall and user+sys CPU seconds, and
 ``import_s`` (self-reported by ``python -X importtime`` for ``import landmark_rag.cli``).
-Data: ../shared/data/squad-v1.1-dev-part-a.json (CC BY-SA 4.0).
+Data: data/squad-v1.1-dev-part-a.json (CC BY-SA 4.0).
 """
 
 from __future__ import annotations

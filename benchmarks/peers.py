@@ -26,7 +26,7 @@ default (no window overlap, int8 dynamic quantisation).
 
 Prints a Markdown table and a JSON object. Needs the ``bench`` extra (chonkie,
 sentence-transformers) and the ``llama-index`` extra plus llama-index-embeddings-huggingface.
-Data: ../shared/data/squad-v1.1-dev-part-a.json (CC BY-SA 4.0).
+Data: data/squad-v1.1-dev-part-a.json (CC BY-SA 4.0).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import landmark_rag  # noqa: F401 - first: OpenMP's passive wait is set before t
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+DEFAULT_DATA = REPO / "data" / "squad-v1.1-dev-part-a.json"
 
 
 def load_texts(path: Path, first: int, n: int) -> list[str]:

@@ -9,7 +9,7 @@ Choose on the validation articles (13-15, the default); report held-out (16-23) 
     python benchmarks/quantize_quality.py                  # validation articles 13-15
     python benchmarks/quantize_quality.py --first 16 --articles 8
 
-Prints one JSON object. Data: ../shared/data/squad-v1.1-dev-part-a.json (CC BY-SA 4.0).
+Prints one JSON object. Data: data/squad-v1.1-dev-part-a.json (CC BY-SA 4.0).
 """
 
 from __future__ import annotations

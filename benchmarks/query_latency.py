@@ -17,7 +17,7 @@ Stores are kept in ``--workdir`` and reused by later runs.
 Prints one JSON object: per size, p50/p95/mean milliseconds of ``search`` (text in,
 passages out), of the store + expansion part alone (query vector given), of query
 encoding alone, and the Chroma calls one search makes.
-Data: ../shared/data/squad-v1.1-dev-part-a.json (CC BY-SA 4.0).
+Data: data/squad-v1.1-dev-part-a.json (CC BY-SA 4.0).
 """
 
 from __future__ import annotations

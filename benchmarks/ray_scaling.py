@@ -1,7 +1,7 @@
 """Distributed indexing on Ray vs the single-process path, and the Chroma server's write rate.
 
 All on this machine, all into one real ``chroma run`` server on loopback (HttpClient), the
-same articles of ../shared/data written out as files, the same model (default:
+same articles of data/squad-v1.1-dev-part-a.json written out as files, the same model (default:
 landmark-minilm, the package default). Each configuration indexes into a fresh collection:
 
 - ``single``: the core path as ``landmark-rag index --db http://...`` runs it: load the
@@ -43,7 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "squad-v1.1-dev-part-a.json"
+DEFAULT_DATA = REPO / "data" / "squad-v1.1-dev-part-a.json"
 
 
 def write_articles(path: Path, limit: int, out: Path) -> list[Path]:

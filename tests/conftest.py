@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,12 @@ import torch
 
 from landmark_rag import LandmarkEncoder
 from landmark_rag.datasets import read_squad
+
+# The CLI writes an ONNX export of the query model into the user's cache after indexing
+# (encode/onnx_query.py). Tests stay on the torch path and out of ~/.cache unless they opt in
+# (tests/encode/test_onnx_query.py sets it back, with a cache folder of its own); subprocesses
+# inherit it.
+os.environ.setdefault("LANDMARK_RAG_ONNX", "0")
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent

@@ -113,3 +113,33 @@ def open_index(
         fail(f"cannot load model {model or 'for this store'!r}: {exc}", 2)
     except Exception as exc:  # noqa: BLE001 - e.g. chromadb's InvalidArgumentError for a bad name
         fail(f"cannot open collection {collection!r}: {exc}")
+
+
+def open_query_index(db: str, collection: str, *, model: str | None, device: str | None) -> LandmarkIndex:
+    """A read-only index for ``query``: the store's model as exported to ONNX when the cache
+    has it (no torch, no transformers: ``encode.onnx_query``), else :func:`open_index`.
+
+    Only the store's own model on the CPU takes the fast path; ``--model`` or another device
+    loads the torch encoder, which also checks it against the store.
+    """
+    if model is None and device in (None, "cpu"):
+        from landmark_rag.encode.onnx_query import enabled, load_query_encoder
+
+        if enabled():
+            from landmark_rag.index import LandmarkIndex
+
+            store = open_existing_store(db, collection)
+            identity = store.identity()
+            encoder = load_query_encoder(identity) if identity else None
+            if encoder is not None:
+                return LandmarkIndex(store, encoder)
+    return open_index(db, collection, model=model, device=device, create=False)
+
+
+def export_for_queries(encoder: Any) -> None:
+    """Export ``encoder``'s query network for later cold queries (``encode.onnx_query``);
+    a no-op when it already exists, is switched off, or the encoder cannot be exported."""
+    from landmark_rag.encode.onnx_query import enabled, export_query_model, exportable
+
+    if enabled() and exportable(encoder):
+        export_query_model(encoder)

@@ -19,6 +19,7 @@ from landmark_rag.cli._common import (
     is_url,
     local_db_path,
     make_client,
+    export_for_queries,
     open_index,
 )
 
@@ -76,13 +77,17 @@ def index_command(
         source = recorded_model(store)[0]
         name = store.identity().get("model_name") or source
 
+        loaded: list = []
+
         def encoder():
-            return open_index(db, collection, device=device, create=True).encoder
+            loaded.append(open_index(db, collection, device=device, create=True).encoder)
+            return loaded[-1]
     else:
         index = open_index(db, collection, model=model, device=device, overrides=overrides, create=True)
         index.record_identity()  # a writer marks the collection with its model before writing
         encoder, store = index.encoder, index.store
         source, name = recorded_model(store)[0], index.encoder.model_name
+        loaded = [encoder]
     if not quiet:
         err_console.print(f"model {name} ({source}), {len(files)} files, store {db} [{collection}]", markup=False)
     try:
@@ -90,6 +95,8 @@ def index_command(
         if prune and not report.interrupted:
             roots = {f.root for f in files} | {Path(p).expanduser().resolve() for p in paths if Path(p).is_dir()}
             report.pruned = prune_missing(store, roots)
+        if loaded and not report.interrupted:
+            export_for_queries(loaded[0])  # the model is loaded now: later cold queries skip torch
         _finish(report, store)
     except StoreError as exc:
         _store_failed(exc)

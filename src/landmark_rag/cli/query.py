@@ -15,7 +15,8 @@ from landmark_rag.cli._common import (
     DbOption,
     DeviceOption,
     console,
-    open_index,
+    export_for_queries,
+    open_query_index,
 )
 
 STRATEGIES = ("front", "surround", "adaptive")
@@ -63,12 +64,14 @@ def query_command(
     if html_file is not None and len(questions) != 1:
         raise typer.BadParameter("--html writes the page of a single question", param_hint="--html")
 
-    index = open_index(db, collection, model=model, device=device, create=False)
+    index = open_query_index(db, collection, model=model, device=device)
     strat = index.resolve_strategy(strategy.lower() if strategy is not None else None)
     strategy = type(strat).__name__.lower()
     mode = index.resolve_mode(mode.lower() if mode is not None else None)
     found = index.search_many(questions, k, strategy=strat, show_progress=len(questions) > 64, mode=mode)
     results = [(q, passages, _hits(index.store, passages)) for q, passages in zip(questions, found, strict=True)]
+    if model is None:  # the store's own model, loaded the slow way: the next cold query need not
+        export_for_queries(index.encoder)
 
     if html_file is not None:
         _write_html(html_file, index, results[0], subtitle=f"{index.encoder.model_name} · k={k} · {strategy} · {mode} · {db}")

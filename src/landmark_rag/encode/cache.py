@@ -56,6 +56,7 @@ def load_encoder(
             encoder = LandmarkEncoder.from_pretrained(name, device=device, dtype=dtype, **overrides)
         else:
             encoder = LandmarkEncoder(base.model, base.tokenizer, config, device=base.device)
+            encoder.weight_locations = list(base.weight_locations)
         _DERIVED[key] = encoder
         return encoder
 

@@ -72,6 +72,9 @@ class LandmarkEncoder:
         self.max_sentence_tokens = int(config.max_sentence_tokens or min(256, self.budget // 2))
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else (tokenizer.eos_token_id or 0))
+        #: the files the weights were loaded from (set by from_pretrained; the ONNX query
+        #: export, ``encode.onnx_query``, re-checks their fingerprint before it is trusted)
+        self.weight_locations: list[str] = []
         pin_mmap_threshold()  # long documents: flat memory instead of glibc's creep (encode/malloc.py)
 
     # ------------------------------------------------------------------ construction
@@ -132,6 +135,8 @@ class LandmarkEncoder:
 
             hf_model = quantize_model(hf_model, quantize, dev)
         encoder = cls(hf_model.to(dev), tokenizer, config, device=dev)
+        if quantize is None:  # quantised weights are no longer what the files hold
+            encoder.weight_locations = [p for p in (path, adapter_dir) if p]
         if config.lmk_is_new and encoder.lmk_id == tokenizer.unk_token_id:
             fingerprint = config.weights_fingerprint
             encoder.add_landmark_token(config.lmk_token)

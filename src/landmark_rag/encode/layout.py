@@ -116,7 +116,7 @@ def query_jobs(encoder: Any, texts: Sequence[str]) -> list[Job]:
     """Inputs for queries: ``[instruction] query [LMK]`` pooled at the LMK
     (``query_pooling="landmark"``), or the whole query mean-pooled."""
     instr = encoder.config.query_instruction
-    ids = encoder.tokenizer([instr + t for t in texts], add_special_tokens=False)["input_ids"]
+    ids = encoder.tokenizer([instr + t for t in texts], add_special_tokens=False, verbose=False)["input_ids"]
     landmark = encoder.config.query_pooling == "landmark"
     cap = encoder.budget - (1 if landmark else 0)
     prefix = np.asarray(encoder.prefix_ids, dtype=np.int64)

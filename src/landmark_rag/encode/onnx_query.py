@@ -1,0 +1,273 @@
+"""The query half of a :class:`LandmarkEncoder`, exported to ONNX for a fast cold start.
+
+Why this exists: a cold ``landmark-rag query`` spent about 6.6 s on an idle 2-core machine,
+and encoding the question was 20 ms of it. The rest was importing torch (1.3 s) and
+transformers, whose model classes pull in ``torch._dynamo``, ``torch.distributed.tensor``
+and sympy (2.6 s together), plus loading the weights. ONNX Runtime with the ``tokenizers``
+library imports in 0.2 s and runs the same network: the query vectors agree with the torch
+encoder's to about 1e-6 (tests/encode/test_onnx_query.py).
+
+How it is used: whenever the CLI has the torch encoder loaded anyway (``index``, or a query
+that found no export), it writes the query network of the store's model once into the cache
+(``cache_dir()/onnx-query/KEY``: ``model.onnx``, the tokenizer's ``tokenizer.json`` and
+``query.json`` with the config and input layout). ``KEY`` hashes the model identity the
+store records (name, pooling, landmark set-up, weights fingerprint), so a later ``query`` on
+that store finds it without loading anything, and re-checks the fingerprint against the
+weight files it was exported from before trusting it. The export needs torch's ONNX exporter
+(``onnx``); the fast path needs only ``onnxruntime`` (both in the ``onnx`` extra). Without
+them, or with ``LANDMARK_RAG_ONNX=0``, everything runs on torch as before.
+
+Only bidirectional encoders with full attention are exported (MiniLM, mpnet and their
+landmark fine-tunes); causal models and isolated landmarks keep the torch path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from landmark_rag.encode.config import LandmarkConfig
+from landmark_rag.encode.fingerprint import weights_fingerprint
+from landmark_rag.encode.layout import query_jobs
+from landmark_rag.encode.loading import cache_dir
+
+logger = logging.getLogger(__name__)
+
+#: Bumped when the export's files or layout change: old exports are then ignored.
+EXPORT_VERSION = 1
+#: Environment variable that switches the ONNX query path off (``0``, ``false``, ``no``).
+ENV_SWITCH = "LANDMARK_RAG_ONNX"
+_FILES = ("model.onnx", "tokenizer.json", "query.json")
+
+
+def enabled() -> bool:
+    """Whether the ONNX query path may be used (``LANDMARK_RAG_ONNX`` is not 0/false/no)."""
+    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def export_key(identity: dict[str, Any]) -> str | None:
+    """The cache folder name for a model identity; ``None`` without a weights fingerprint
+    (weights that match no files on disk cannot be recognised later)."""
+    if not identity.get("weights_fingerprint"):
+        return None
+    blob = json.dumps({"v": EXPORT_VERSION, "identity": identity}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def export_path(identity: dict[str, Any], root: Path | None = None) -> Path | None:
+    key = export_key(identity)
+    return None if key is None else (root or cache_dir()) / "onnx-query" / key
+
+
+def exportable(encoder: Any) -> bool:
+    """Whether ``encoder``'s query network can go through the ONNX path."""
+    device = getattr(encoder, "device", None)
+    return (
+        getattr(encoder, "model", None) is not None  # a torch encoder (not already an export)
+        and not encoder.causal
+        and getattr(device, "type", None) == "cpu"
+        and encoder.config.landmark_attention == "full"
+        and bool(getattr(encoder, "weight_locations", None))
+        and encoder.config.weights_fingerprint is not None
+        and hasattr(encoder.tokenizer, "backend_tokenizer")
+    )
+
+
+def export_query_model(encoder: Any, root: Path | None = None) -> Path | None:
+    """Write ``encoder``'s query network to the cache once; returns its folder (``None`` when
+    the encoder cannot be exported or the exporter is missing). Safe to call often: an
+    existing export is returned as it is, and a new one appears atomically (a folder renamed
+    into place), so concurrent processes never read half a file."""
+    if not exportable(encoder):
+        return None
+    target = export_path(encoder.config.identity(), root)
+    if target is None:
+        return None
+    if all((target / f).is_file() for f in _FILES):
+        return target
+    try:
+        import onnx  # noqa: F401 - the exporter needs it; without it, say so once and stay on torch
+        import torch
+    except ImportError:
+        logger.info("onnx is not installed: queries keep loading torch (pip install 'landmark-rag[onnx]')")
+        return None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
+    try:
+        model = _HiddenStates(encoder.model).eval()
+        ids = torch.tensor([[*encoder.prefix_ids, encoder.lmk_id, *encoder.suffix_ids]], dtype=torch.long)
+        with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
+            # the TorchScript exporter is deprecated in favour of the dynamo one, which needs
+            # onnxscript and minutes of tracing; this one takes ~2 s and its graph is exact
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                model, (ids, torch.ones_like(ids)), str(tmp / "model.onnx"),
+                input_names=["input_ids", "attention_mask"], output_names=["hidden"],
+                dynamic_axes={n: {0: "batch", 1: "tokens"} for n in ("input_ids", "attention_mask", "hidden")},
+                opset_version=17, dynamo=False,
+            )
+        encoder.tokenizer.backend_tokenizer.save(str(tmp / "tokenizer.json"))
+        meta = {
+            "version": EXPORT_VERSION,
+            "config": {**encoder.config.to_dict(), "weights_fingerprint": encoder.config.weights_fingerprint},
+            "weight_locations": [os.fspath(p) for p in encoder.weight_locations if p],
+            "prefix_ids": list(encoder.prefix_ids), "suffix_ids": list(encoder.suffix_ids),
+            "lmk_id": int(encoder.lmk_id), "pad_id": int(encoder.pad_id), "budget": int(encoder.budget),
+            "dim": int(encoder.dim),
+        }
+        (tmp / "query.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
+        try:
+            tmp.rename(target)
+        except OSError:  # another process got there first: theirs is as good
+            shutil.rmtree(tmp, ignore_errors=True)
+        return target if target.is_dir() else None
+    except Exception as exc:  # noqa: BLE001 - an export is an optimisation: never fail the command
+        logger.warning("could not export the query model to ONNX (%s: %s); queries keep using torch",
+                       type(exc).__name__, exc)
+        shutil.rmtree(tmp, ignore_errors=True)
+        return None
+
+
+def _HiddenStates(model: Any) -> Any:
+    import torch
+
+    class HiddenStates(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            out = self.inner(input_ids=input_ids, attention_mask=attention_mask)
+            return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+
+    return HiddenStates(model)
+
+
+class _Tokenizer:
+    """The slice of a Hugging Face tokenizer that ``encode.layout.query_jobs`` calls."""
+
+    def __init__(self, path: Path) -> None:
+        from tokenizers import Tokenizer
+
+        self.backend = Tokenizer.from_file(str(path))
+        self.backend.no_truncation()
+        self.backend.no_padding()
+
+    def __call__(self, texts: Sequence[str], add_special_tokens: bool = True, **_: Any) -> dict[str, list[list[int]]]:
+        enc = self.backend.encode_batch(list(texts), add_special_tokens=add_special_tokens)
+        return {"input_ids": [e.ids for e in enc]}
+
+
+class OnnxQueryEncoder:
+    """Encodes queries exactly as the exported :class:`LandmarkEncoder` does, without torch.
+
+    It has the encoder's query-side surface (``config``, ``dim``, ``model_name``,
+    ``encode_query``, ``encode_queries``, ``count_tokens``), which is all a read-only
+    :class:`~landmark_rag.LandmarkIndex` uses. It cannot encode documents.
+    """
+
+    causal = False
+
+    def __init__(self, folder: Path, *, threads: int | None = None) -> None:
+        import onnxruntime as ort
+
+        meta = json.loads((folder / "query.json").read_text())
+        data = dict(meta["config"])
+        fingerprint = data.pop("weights_fingerprint", None)
+        self.config = LandmarkConfig.from_dict(data)
+        self.config.weights_fingerprint = fingerprint
+        self.prefix_ids = list(meta["prefix_ids"])
+        self.suffix_ids = list(meta["suffix_ids"])
+        self.lmk_id, self.pad_id, self.budget = int(meta["lmk_id"]), int(meta["pad_id"]), int(meta["budget"])
+        self.dim = int(meta["dim"])
+        self.weight_locations = list(meta["weight_locations"])
+        self.tokenizer = _Tokenizer(folder / "tokenizer.json")
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"])
+        self.folder = folder
+
+    @property
+    def model_name(self) -> str:
+        return str(self.config.model_name)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer.backend.encode(text, add_special_tokens=False).ids)
+
+    def encode_query(self, text: str) -> np.ndarray:
+        return self.encode_queries([text])[0]
+
+    def encode_queries(self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
+        """Queries as a float32 ``[n, dim]`` array, L2-normalised (same layout and pooling as
+        ``LandmarkEncoder.encode_queries``: ``encode.layout.query_jobs``)."""
+        if isinstance(texts, str):
+            raise TypeError("encode_queries takes a list of texts; use encode_query for one")
+        texts = list(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        jobs = query_jobs(self, texts)
+        order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))
+        landmark = self.config.query_pooling == "landmark"
+        for i in range(0, len(order), max(1, batch_size)):
+            batch = [jobs[j] for j in order[i : i + batch_size]]
+            width = max(len(j.ids) for j in batch)
+            ids = np.full((len(batch), width), self.pad_id, dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for r, job in enumerate(batch):
+                ids[r, : len(job.ids)] = job.ids
+                mask[r, : len(job.ids)] = 1
+            hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0].astype(np.float32)
+            for r, job in enumerate(batch):
+                s, e = int(job.starts[0]), int(job.ends[0])
+                out[job.sentences[0]] = hidden[r, e - 1] if landmark else hidden[r, s:e].mean(0)
+        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return out
+
+
+def load_query_encoder(identity: dict[str, Any], root: Path | None = None) -> OnnxQueryEncoder | None:
+    """The exported query encoder for a store's recorded model identity, or ``None``.
+
+    ``None`` when the path is switched off, ``onnxruntime`` is missing, nothing was exported
+    for this identity, or the weight files it was exported from are gone or changed (their
+    fingerprint no longer matches): the caller then loads the torch encoder, which reports
+    any real mismatch.
+    """
+    if not enabled():
+        return None
+    folder = export_path(identity, root)
+    if folder is None or not all((folder / f).is_file() for f in _FILES):
+        return None
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return None
+    try:
+        meta = json.loads((folder / "query.json").read_text())
+        locations = meta["weight_locations"]
+        if not all(Path(p).exists() for p in locations):
+            return None
+        if weights_fingerprint(locations) != identity.get("weights_fingerprint"):
+            return None
+        return OnnxQueryEncoder(folder)
+    except Exception as exc:  # noqa: BLE001 - a damaged cache entry: fall back, never fail the query
+        logger.warning("ignoring the ONNX query export in %s (%s: %s)", folder, type(exc).__name__, exc)
+        return None
+
+
+__all__ = [
+    "ENV_SWITCH", "EXPORT_VERSION", "OnnxQueryEncoder", "enabled", "export_key", "export_path",
+    "export_query_model", "exportable", "load_query_encoder",
+]
