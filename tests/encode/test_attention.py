@@ -97,3 +97,36 @@ def test_isolated_is_part_of_the_identity_and_not_saved_when_full() -> None:
     assert LandmarkConfig.from_dict(iso.to_dict()) == iso
     with pytest.raises(ValueError, match="bidirectional"):
         LandmarkConfig(landmark_attention="isolated", causal=True)
+
+
+def test_causal_text_reads_only_its_own_and_earlier_sentences() -> None:
+    lmk = 9
+    ids = torch.tensor([[1, 5, 5, lmk, 6, lmk, 2]])
+    add, pos = isolated_landmark_inputs(ids, torch.ones_like(ids), lmk, causal=True)
+    seen = add[0, 0] == 0
+    # sentence 0's text (with [CLS]) reads itself only, never sentence 1
+    assert seen[1].tolist() == [True, True, True, False, False, False, False]
+    # sentence 1's text reads sentence 0 and itself, no landmark
+    assert seen[4].tolist() == [True, True, True, False, True, False, False]
+    # the trailing [SEP] reads all the text
+    assert seen[6].tolist() == [True, True, True, False, True, False, True]
+    # landmarks stay isolated: own sentence and itself
+    assert seen[5].tolist() == [False, False, False, False, True, True, False]
+    assert pos[0].tolist() == [0, 1, 2, 3, 3, 4, 4]
+
+
+def test_causal_landmark_vectors_carry_nothing_after_their_sentence() -> None:
+    """The property Front-k relies on: what follows sentence i cannot move its vector."""
+    torch.manual_seed(0)
+    enc = LandmarkEncoder.from_pretrained("all-MiniLM-L6-v2", pooling="landmark", landmark_attention="causal")
+    enc.add_landmark_token("[LMK]")
+    a = enc.encode_document(" ".join(SENTENCES)).embeddings
+    b = enc.encode_document(" ".join(SENTENCES[:2] + ["Nothing else is known about the moat."])).embeddings
+    assert np.allclose(a[:2], b[:2], atol=1e-5)
+    assert not np.allclose(a[2], b[2], atol=1e-3)
+    # while with isolated landmarks the later sentence does reach the earlier ones through the text
+    iso = LandmarkEncoder.from_pretrained("all-MiniLM-L6-v2", pooling="landmark", landmark_attention="isolated")
+    iso.add_landmark_token("[LMK]")
+    c = iso.encode_document(" ".join(SENTENCES)).embeddings
+    d = iso.encode_document(" ".join(SENTENCES[:2] + ["Nothing else is known about the moat."])).embeddings
+    assert not np.allclose(c[0], d[0], atol=1e-5)

@@ -58,7 +58,7 @@ def test_bidirectional_training_forward_equals_inference(tiny_bert_dir, pooling)
     np.testing.assert_allclose(trained, inferred, atol=2e-5)
 
 
-@pytest.mark.parametrize("attention", ["isolated", "prefix"])
+@pytest.mark.parametrize("attention", ["isolated", "prefix", "causal"])
 def test_isolated_landmarks_training_forward_equals_inference(tiny_bert_dir, attention):
     encoder = LandmarkEncoder.from_pretrained(
         tiny_bert_dir, device="cpu", pooling="landmark", max_length=40, landmark_attention=attention

@@ -19,7 +19,17 @@ LMK after sentence ``i`` sees exactly the text up to ``i`` and later tokens lear
 ``landmark_attention: "prefix"`` is the same with one difference: the landmark after
 sentence ``i`` reads every text token of the window up to the end of sentence ``i`` (the
 causal model's view, still over contextual states), which lets a hit after the answer carry
-it (what Front-k expansion needs).
+it (what Front-k expansion needs). The text itself is still bidirectional, so a landmark
+BEFORE the answer also reads states that saw the answer.
+
+``landmark_attention: "causal"`` closes that gap at sentence granularity: a text token of
+sentence ``i`` attends to the text of sentences ``0..i`` (its own sentence both ways, as the
+base model reads it; earlier sentences as context), and the landmark after sentence ``i``
+to sentence ``i``'s tokens, as ``isolated``. A sentence's vector then carries the text up to
+it and nothing after it, the causal LLM's property that makes a hit mark the END of the
+useful span: the landmark before the answer cannot have seen it, so hits land on the
+answer or after it, where Front-k (the hit and its predecessors) recovers it. Windows are
+planned as for causal models (each sentence pooled where it has the most left context).
 
 Queries laid out as ``query + LMK`` get the same rule (the LMK reads the query).
 Windows without a landmark token come out exactly as with the plain 2-D mask.
@@ -31,14 +41,20 @@ import torch
 
 
 def isolated_landmark_inputs(
-    ids: torch.Tensor, mask: torch.Tensor, lmk_id: int, dtype: torch.dtype = torch.float32, prefix: bool = False
+    ids: torch.Tensor,
+    mask: torch.Tensor,
+    lmk_id: int,
+    dtype: torch.dtype = torch.float32,
+    prefix: bool = False,
+    causal: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(additive 4-D attention mask [B, 1, W, W], position_ids [B, W])`` for ``ids``.
 
     ``mask`` is the 2-D padding mask of :func:`encode.pooling.pad_batch`. The landmark token
     must be unique to landmarks (a new ``[LMK]``, not ``[SEP]`` which also ends the window).
     ``prefix``: a landmark reads every text token up to the end of its sentence (the causal
-    model's view) instead of its own sentence only.
+    model's view) instead of its own sentence only. ``causal``: text tokens read only the
+    text of their own and earlier sentences (sentence-level causal text, isolated landmarks).
     """
     valid = mask.bool()
     is_lmk = (ids == lmk_id) & valid
@@ -53,7 +69,11 @@ def isolated_landmark_inputs(
         same = same | (seg.unsqueeze(2) == seg.unsqueeze(1))
     else:
         same = seg.unsqueeze(2) == seg.unsqueeze(1)
-    allowed = (~q_lmk & text.unsqueeze(1)) | (q_lmk & same & k_valid)
+    text_keys = text.unsqueeze(1)
+    if causal:
+        # own sentence both ways, earlier sentences as context, nothing after
+        text_keys = text_keys & (seg.unsqueeze(2) >= seg.unsqueeze(1))
+    allowed = (~q_lmk & text_keys) | (q_lmk & same & k_valid)
     # padding rows: let them see themselves so no softmax row is empty
     eye = torch.eye(ids.shape[1], dtype=torch.bool, device=ids.device).unsqueeze(0)
     allowed = allowed | (eye & ~valid.unsqueeze(2))

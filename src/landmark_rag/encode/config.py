@@ -48,7 +48,11 @@ class LandmarkConfig:
         ``full`` (every token sees every token: the paper's layout, and the only one for causal
         models) or ``isolated`` (bidirectional models with a new landmark token: text never
         sees landmarks, a landmark sees only its own sentence's contextual tokens;
-        ``encode.attention``). Part of :meth:`identity`; saved only when not ``full``.
+        ``encode.attention``), ``prefix`` (as isolated, but a landmark reads all text up to its
+        sentence's end) or ``causal`` (as isolated, and text tokens read only their own and
+        earlier sentences, so a vector carries nothing after its sentence: the causal LLM's
+        property that makes a hit mark the end of its span). Part of :meth:`identity`; saved
+        only when not ``full``.
     fusion:
         the search mode this model defaults to and how it fuses its vectors with sentence-level
         BM25 (``landmark_rag.retrieve.fusion.FusionConfig``: ``mode`` hybrid/dense/lexical,
@@ -71,7 +75,7 @@ class LandmarkConfig:
     model_name: str | None = None
     expansion: Literal["front", "surround", "adaptive"] = "front"
     expansion_params: dict[str, Any] = field(default_factory=dict)
-    landmark_attention: Literal["full", "isolated", "prefix"] = "full"
+    landmark_attention: Literal["full", "isolated", "prefix", "causal"] = "full"
     fusion: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     #: Set when weights are loaded (``encode.fingerprint``); never saved with the config.
@@ -84,9 +88,9 @@ class LandmarkConfig:
             raise ValueError(f"query_pooling must be 'landmark' or 'mean', not {self.query_pooling!r}")
         if self.expansion not in ("front", "surround", "adaptive"):
             raise ValueError(f"expansion must be 'front', 'surround' or 'adaptive', not {self.expansion!r}")
-        if self.landmark_attention not in ("full", "isolated", "prefix"):
+        if self.landmark_attention not in ("full", "isolated", "prefix", "causal"):
             raise ValueError(
-                f"landmark_attention must be 'full', 'isolated' or 'prefix', not {self.landmark_attention!r}"
+                f"landmark_attention must be 'full', 'isolated', 'prefix' or 'causal', not {self.landmark_attention!r}"
             )
         if self.landmark_attention != "full" and self.causal:
             raise ValueError(f"landmark_attention={self.landmark_attention!r} is for bidirectional encoders; a causal model's "

@@ -170,9 +170,9 @@ class LandmarkEncoder:
         return plain_model_config(source)
 
     @property
-    def landmark_layout(self) -> tuple[int, bool] | None:
-        """``(landmark id, prefix)`` when landmarks are isolated (``landmark_attention``
-        ``isolated``/``prefix``, ``encode.attention``), ``None`` for full attention."""
+    def landmark_layout(self) -> tuple[int, str] | None:
+        """``(landmark id, mode)`` when landmarks are isolated (``landmark_attention``
+        ``isolated``/``prefix``/``causal``, ``encode.attention``), ``None`` for full attention."""
         mode = self.config.landmark_attention
         if mode == "full":
             return None
@@ -183,7 +183,7 @@ class LandmarkEncoder:
                 f"landmark_attention={mode!r} needs a landmark token of its own, not {self.config.lmk_token!r} "
                 "(which also wraps every window); add one with add_landmark_token('[LMK]')"
             )
-        return self.lmk_id, mode == "prefix"
+        return self.lmk_id, mode
 
     def to(self, device: str | torch.device) -> LandmarkEncoder:
         """Move the model to ``device`` (the encoder then runs its inputs there); returns self."""

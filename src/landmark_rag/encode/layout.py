@@ -78,7 +78,9 @@ def document_jobs(encoder: Any, toks: Sequence[np.ndarray], doc: int = 0) -> lis
     landmark = encoder.config.pooling == "landmark"
     lmk = np.asarray([encoder.lmk_id], dtype=np.int64)
     lengths = [len(t) + (1 if landmark else 0) for t in toks]
-    windows, assigned = plan_windows(lengths, encoder.budget, encoder.overlap, encoder.causal)
+    # sentence-causal landmarks (encode.attention) see only what precedes them, like a causal model
+    left_only = encoder.causal or getattr(encoder.config, "landmark_attention", "full") == "causal"
+    windows, assigned = plan_windows(lengths, encoder.budget, encoder.overlap, left_only)
     jobs = []
     for w, (a, b) in enumerate(windows):
         parts = [prefix]

@@ -28,11 +28,11 @@ def pad_batch(jobs: Sequence[Job], pad_id: int) -> tuple[torch.Tensor, torch.Ten
 
 
 def last_hidden(
-    model: Any, ids: torch.Tensor, mask: torch.Tensor, layout: tuple[int, bool] | None = None
+    model: Any, ids: torch.Tensor, mask: torch.Tensor, layout: tuple[int, str] | None = None
 ) -> torch.Tensor:
     """The last hidden state of a Hugging Face encoder or decoder (or a peft/accelerate wrapper).
 
-    ``layout``: ``(landmark id, prefix)`` of a model whose landmarks are isolated
+    ``layout``: ``(landmark id, mode)`` of a model whose landmarks are isolated
     (``LandmarkEncoder.landmark_layout``, ``encode.attention``); ``None`` for the plain mask.
     """
     inputs: dict[str, torch.Tensor] = {"input_ids": ids, "attention_mask": mask}
@@ -41,7 +41,8 @@ def last_hidden(
 
         dtype = next(model.parameters()).dtype
         inputs["attention_mask"], inputs["position_ids"] = isolated_landmark_inputs(
-            ids, mask, layout[0], dtype if dtype.is_floating_point else torch.float32, prefix=layout[1]
+            ids, mask, layout[0], dtype if dtype.is_floating_point else torch.float32,
+            prefix=layout[1] == "prefix", causal=layout[1] == "causal",
         )
     out = model(**inputs)
     return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]

@@ -62,7 +62,7 @@ class TrainConfig:
     lmk_init: str | None = None  # token whose embedding initialises a new [LMK] (None: the default landmark)
     # "isolated": text never sees landmarks, a landmark sees only its sentence (encode/attention.py;
     # bidirectional models with new_lmk_token); "full": the paper's layout
-    landmark_attention: Literal["full", "isolated", "prefix"] = "full"
+    landmark_attention: Literal["full", "isolated", "prefix", "causal"] = "full"
     # SQuAD-format .json files and/or plain-text documents (.txt/.md files, or folders of them)
     data: list[str] = field(default_factory=lambda: ["data/squad-v1.1-dev-part-a.json"])
     # documents of each source by slice "a:b" or comma list; None: DEFAULT_SELECTION
