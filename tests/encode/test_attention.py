@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from landmark_rag.encode.attention import isolated_landmark_inputs
+from landmark_rag.encode.config import LandmarkConfig
 from landmark_rag.encode.encoder import LandmarkEncoder
 from landmark_rag.encode.layout import document_jobs, tokenize_sentences
 from landmark_rag.encode.pooling import last_hidden, pad_batch
@@ -130,3 +131,27 @@ def test_causal_landmark_vectors_carry_nothing_after_their_sentence() -> None:
     c = iso.encode_document(" ".join(SENTENCES)).embeddings
     d = iso.encode_document(" ".join(SENTENCES[:2] + ["Nothing else is known about the moat."])).embeddings
     assert not np.allclose(c[0], d[0], atol=1e-5)
+
+
+def test_landmark_span_reads_its_sentence_and_the_ones_before_it() -> None:
+    lmk = 9
+    ids = torch.tensor([[1, 5, lmk, 6, 6, lmk, 7, lmk, 2]])
+    add, _ = isolated_landmark_inputs(ids, torch.ones_like(ids), lmk, span=2)
+    seen = add[0, 0] == 0
+    # the landmark after sentence 2 reads sentences 1 and 2 (text only) and itself, not sentence 0
+    assert seen[7].tolist() == [False, False, False, True, True, False, True, True, False]
+    # the first landmark has no sentence before it: [CLS] and its own text, as with span 1
+    assert seen[2].tolist() == isolated_landmark_inputs(ids, torch.ones_like(ids), lmk)[0][0, 0, 2].eq(0).tolist()
+    # text never reads landmarks
+    assert not seen[4, [2, 5, 7]].any()
+    with pytest.raises(ValueError, match="span"):
+        isolated_landmark_inputs(ids, torch.ones_like(ids), lmk, span=0)
+
+
+def test_landmark_span_is_identity_and_saved_only_when_not_one() -> None:
+    assert "landmark_span" not in LandmarkConfig(landmark_attention="isolated").to_dict()
+    wide = LandmarkConfig(landmark_attention="causal", landmark_span=2)
+    assert wide.identity()["landmark_span"] == 2
+    assert LandmarkConfig.from_dict(wide.to_dict()) == wide
+    with pytest.raises(ValueError, match="landmark_span"):
+        LandmarkConfig(landmark_attention="full", landmark_span=2)

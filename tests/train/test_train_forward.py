@@ -58,10 +58,12 @@ def test_bidirectional_training_forward_equals_inference(tiny_bert_dir, pooling)
     np.testing.assert_allclose(trained, inferred, atol=2e-5)
 
 
-@pytest.mark.parametrize("attention", ["isolated", "prefix", "causal"])
+@pytest.mark.parametrize("attention", ["isolated", "prefix", "causal", "causal:2"])
 def test_isolated_landmarks_training_forward_equals_inference(tiny_bert_dir, attention):
+    attention, _, span = attention.partition(":")
     encoder = LandmarkEncoder.from_pretrained(
-        tiny_bert_dir, device="cpu", pooling="landmark", max_length=40, landmark_attention=attention
+        tiny_bert_dir, device="cpu", pooling="landmark", max_length=40, landmark_attention=attention,
+        landmark_span=int(span or 1),
     )
     encoder.add_landmark_token("[LMK]")
     trained, inferred, _ = _train_vs_inference(encoder)

@@ -84,3 +84,18 @@ def test_stage_scheduler_matches_the_schedule_the_shipped_model_was_trained_with
             assert np.float32(applied(got)) == np.float32(applied(want)), k
         opt.step()
         schedule.step()
+
+
+def test_boundary_margin_makes_a_hit_before_the_span_dearer() -> None:
+    """The same scores cost more when the unit before the answer is within the margin of it,
+    and nothing changes for a unit elsewhere or with margin 0."""
+    q = torch.nn.functional.normalize(torch.tensor([[1.0, 0.0]]), dim=-1)
+    units = torch.nn.functional.normalize(torch.tensor([[0.9, 0.1], [1.0, 0.0], [0.9, -0.1], [0.0, 1.0]]), dim=-1)
+    plain = position_aware_contrastive_loss(q, units, [[1]])
+    before = position_aware_contrastive_loss(q, units, [[1]], preceding=[[0]], margin=0.1)
+    after = position_aware_contrastive_loss(q, units, [[1]], preceding=[[2]], margin=0.1)
+    assert before > plain + 0.5
+    assert torch.allclose(before, after)  # the margin follows the listed units, whichever they are
+    assert torch.allclose(position_aware_contrastive_loss(q, units, [[1]], preceding=[[0]], margin=0.0), plain)
+    with pytest.raises(ValueError, match="preceding"):
+        position_aware_contrastive_loss(q, units, [[1]], preceding=[], margin=0.1)

@@ -62,6 +62,15 @@ def train_command(
     lr: Optional[float] = typer.Option(None, help="Peak learning rate."),
     temperature: Optional[float] = typer.Option(None, help="Contrastive temperature tau."),
     alpha: Optional[float] = typer.Option(None, help="Position weight decay: w_i = exp(-alpha * i)."),
+    landmark_attention: Optional[str] = typer.Option(
+        None, help="full | isolated | prefix | causal: what a landmark (and the text) may attend to (docs/encoder.md)."
+    ),
+    landmark_span: Optional[int] = typer.Option(
+        None, help="Sentences an isolated/causal landmark reads: its own and SPAN-1 before it."
+    ),
+    boundary_margin: Optional[float] = typer.Option(
+        None, help="Cosine margin by which the 2 sentences just before an answer must score below it (Front-k)."
+    ),
     max_length: Optional[int] = typer.Option(None, help="Encoder window in tokens (saved with the model)."),
     seed: Optional[int] = typer.Option(None, help="Random seed."),
     device: Optional[str] = typer.Option(None, help="cpu | cuda (default: accelerate's choice)."),
@@ -92,6 +101,9 @@ def train_command(
         "lr": lr,
         "temperature": temperature,
         "alpha": alpha,
+        "landmark_attention": landmark_attention,
+        "landmark_span": landmark_span,
+        "boundary_margin": boundary_margin,
         "max_length": max_length,
         "seed": seed,
         "device": device,

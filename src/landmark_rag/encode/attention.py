@@ -31,6 +31,12 @@ useful span: the landmark before the answer cannot have seen it, so hits land on
 answer or after it, where Front-k (the hit and its predecessors) recovers it. Windows are
 planned as for causal models (each sentence pooled where it has the most left context).
 
+``landmark_span`` (``isolated`` and ``causal``, default 1) widens what a landmark reads to
+its own sentence and the ``span - 1`` sentences before it (its own window only): a local
+version of ``prefix`` that lets the landmark closing an answer span read the sentences that
+lead up to it (the question's words often sit in the sentence before the answer) while it
+still finds its own sentence without searching the whole prefix.
+
 Queries laid out as ``query + LMK`` get the same rule (the LMK reads the query).
 Windows without a landmark token come out exactly as with the plain 2-D mask.
 """
@@ -47,6 +53,7 @@ def isolated_landmark_inputs(
     dtype: torch.dtype = torch.float32,
     prefix: bool = False,
     causal: bool = False,
+    span: int = 1,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(additive 4-D attention mask [B, 1, W, W], position_ids [B, W])`` for ``ids``.
 
@@ -55,7 +62,11 @@ def isolated_landmark_inputs(
     ``prefix``: a landmark reads every text token up to the end of its sentence (the causal
     model's view) instead of its own sentence only. ``causal``: text tokens read only the
     text of their own and earlier sentences (sentence-level causal text, isolated landmarks).
+    ``span``: the landmark after sentence ``i`` reads the text of sentences ``i - span + 1 .. i``
+    (1: its own sentence only; ignored with ``prefix``, which reads them all).
     """
+    if span < 1:
+        raise ValueError(f"a landmark reads at least its own sentence (span >= 1), not {span}")
     valid = mask.bool()
     is_lmk = (ids == lmk_id) & valid
     text = valid & ~is_lmk
@@ -67,6 +78,9 @@ def isolated_landmark_inputs(
     if prefix:
         same = (seg.unsqueeze(2) > seg.unsqueeze(1)) & text.unsqueeze(1)
         same = same | (seg.unsqueeze(2) == seg.unsqueeze(1))
+    elif span > 1:
+        back = seg.unsqueeze(2) - seg.unsqueeze(1)  # query's sentence minus key's
+        same = ((back > 0) & (back < span) & text.unsqueeze(1)) | (back == 0)
     else:
         same = seg.unsqueeze(2) == seg.unsqueeze(1)
     text_keys = text.unsqueeze(1)

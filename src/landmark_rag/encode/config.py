@@ -53,6 +53,10 @@ class LandmarkConfig:
         earlier sentences, so a vector carries nothing after its sentence: the causal LLM's
         property that makes a hit mark the end of its span). Part of :meth:`identity`; saved
         only when not ``full``.
+    landmark_span:
+        with ``isolated`` or ``causal`` landmarks, how many sentences a landmark reads: its own
+        and the ``span - 1`` before it (``encode.attention``). Part of :meth:`identity` and
+        saved only when not 1.
     fusion:
         the search mode this model defaults to and how it fuses its vectors with sentence-level
         BM25 (``landmark_rag.retrieve.fusion.FusionConfig``: ``mode`` hybrid/dense/lexical,
@@ -76,6 +80,7 @@ class LandmarkConfig:
     expansion: Literal["front", "surround", "adaptive"] = "front"
     expansion_params: dict[str, Any] = field(default_factory=dict)
     landmark_attention: Literal["full", "isolated", "prefix", "causal"] = "full"
+    landmark_span: int = 1
     fusion: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     #: Set when weights are loaded (``encode.fingerprint``); never saved with the config.
@@ -92,6 +97,10 @@ class LandmarkConfig:
             raise ValueError(
                 f"landmark_attention must be 'full', 'isolated', 'prefix' or 'causal', not {self.landmark_attention!r}"
             )
+        if not isinstance(self.landmark_span, int) or self.landmark_span < 1:
+            raise ValueError(f"landmark_span must be a whole number >= 1, not {self.landmark_span!r}")
+        if self.landmark_span != 1 and self.landmark_attention not in ("isolated", "causal"):
+            raise ValueError(f"landmark_span applies to isolated or causal landmarks, not {self.landmark_attention!r}")
         if self.landmark_attention != "full" and self.causal:
             raise ValueError(f"landmark_attention={self.landmark_attention!r} is for bidirectional encoders; a causal model's "
                              "landmark already sees only the text before it")
@@ -116,6 +125,8 @@ class LandmarkConfig:
         data.pop("weights_fingerprint", None)
         if data.get("landmark_attention") == "full":  # configs saved before it existed stay byte-identical
             data.pop("landmark_attention")
+        if data.get("landmark_span") == 1:
+            data.pop("landmark_span")
         extra = data.pop("extra")
         data.update(extra)
         return data
@@ -138,6 +149,8 @@ class LandmarkConfig:
         }
         if self.landmark_attention != "full":
             out["landmark_attention"] = self.landmark_attention
+        if self.landmark_span != 1:
+            out["landmark_span"] = self.landmark_span
         if self.weights_fingerprint:
             out["weights_fingerprint"] = self.weights_fingerprint
         return out

@@ -20,6 +20,7 @@ from landmark_rag.encode.fingerprint import weights_fingerprint
 from landmark_rag.encode.layout import Job, document_jobs, query_jobs, standalone_jobs, tokenize_sentences
 from landmark_rag.encode.loading import load_hf, materialise_gguf, pick_device, pick_dtype
 from landmark_rag.encode.malloc import pin_mmap_threshold
+from landmark_rag.encode.parallel import auto_workers, run_batches
 from landmark_rag.encode.pooling import last_hidden, pad_batch, pool
 from landmark_rag.encode.registry import ModelSource, default_model, is_causal, plain_model_config, resolve
 from landmark_rag.encode.untrained import warn_untrained_landmark
@@ -77,6 +78,8 @@ class LandmarkEncoder:
         self.weight_locations: list[str] = []
         #: a ``torch.compile``d model for document windows (:meth:`compile`), else ``None``
         self.document_model: Any = None
+        #: batches encoded concurrently on CPU (``encode.parallel``); ``None``: automatic
+        self.workers: int | None = None
         pin_mmap_threshold()  # long documents: flat memory instead of glibc's creep (encode/malloc.py)
 
     # ------------------------------------------------------------------ construction
@@ -170,8 +173,8 @@ class LandmarkEncoder:
         return plain_model_config(source)
 
     @property
-    def landmark_layout(self) -> tuple[int, str] | None:
-        """``(landmark id, mode)`` when landmarks are isolated (``landmark_attention``
+    def landmark_layout(self) -> tuple[int, str, int] | None:
+        """``(landmark id, mode, span)`` when landmarks are isolated (``landmark_attention``
         ``isolated``/``prefix``/``causal``, ``encode.attention``), ``None`` for full attention."""
         mode = self.config.landmark_attention
         if mode == "full":
@@ -183,7 +186,7 @@ class LandmarkEncoder:
                 f"landmark_attention={mode!r} needs a landmark token of its own, not {self.config.lmk_token!r} "
                 "(which also wraps every window); add one with add_landmark_token('[LMK]')"
             )
-        return self.lmk_id, mode
+        return self.lmk_id, mode, self.config.landmark_span
 
     def to(self, device: str | torch.device) -> LandmarkEncoder:
         """Move the model to ``device`` (the encoder then runs its inputs there); returns self."""
@@ -346,8 +349,18 @@ class LandmarkEncoder:
         documents: bool = False, batch_tokens: int | None = None,
     ) -> None:
         order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))  # minimal padding
-        for batch in tqdm(_batches(order, jobs, batch_size, batch_tokens), desc="batches", disable=not show_progress):
-            self._run_batch(batch, outs, mode, documents)
+        batches = _batches(order, jobs, batch_size, batch_tokens)
+        bar = tqdm(total=len(batches), desc="batches", disable=not show_progress)
+        workers = self.workers if self.workers is not None else auto_workers(self.device)
+        if self.device.type != "cpu":
+            workers = 1
+
+        def one(batch: list[Job]) -> None:
+            self._run_batch(batch, outs, mode, documents)  # rows of outs are disjoint per job
+            bar.update(1)
+
+        run_batches(batches, one, workers)
+        bar.close()
 
     def _run_batch(self, batch: list[Job], outs: list[np.ndarray], mode: str, documents: bool = False) -> None:
         model = self.document_model if documents else None

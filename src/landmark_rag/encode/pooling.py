@@ -28,11 +28,11 @@ def pad_batch(jobs: Sequence[Job], pad_id: int) -> tuple[torch.Tensor, torch.Ten
 
 
 def last_hidden(
-    model: Any, ids: torch.Tensor, mask: torch.Tensor, layout: tuple[int, str] | None = None
+    model: Any, ids: torch.Tensor, mask: torch.Tensor, layout: tuple[int, str, int] | None = None
 ) -> torch.Tensor:
     """The last hidden state of a Hugging Face encoder or decoder (or a peft/accelerate wrapper).
 
-    ``layout``: ``(landmark id, mode)`` of a model whose landmarks are isolated
+    ``layout``: ``(landmark id, mode, span)`` of a model whose landmarks are isolated
     (``LandmarkEncoder.landmark_layout``, ``encode.attention``); ``None`` for the plain mask.
     """
     inputs: dict[str, torch.Tensor] = {"input_ids": ids, "attention_mask": mask}
@@ -42,7 +42,7 @@ def last_hidden(
         dtype = next(model.parameters()).dtype
         inputs["attention_mask"], inputs["position_ids"] = isolated_landmark_inputs(
             ids, mask, layout[0], dtype if dtype.is_floating_point else torch.float32,
-            prefix=layout[1] == "prefix", causal=layout[1] == "causal",
+            prefix=layout[1] == "prefix", causal=layout[1] == "causal", span=layout[2],
         )
     out = model(**inputs)
     return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]

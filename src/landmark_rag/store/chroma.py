@@ -71,7 +71,7 @@ _WRITING, _COMPLETE = "writing", "complete"
 OPTIONAL_IDENTITY = ("weights_fingerprint",)
 #: Identity fields written only when they differ from their default (``LandmarkConfig.identity``):
 #: a side that lacks one has the default, so a recorded non-default is compared both ways.
-IDENTITY_DEFAULTS = {"landmark_attention": "full"}
+IDENTITY_DEFAULTS = {"landmark_attention": "full", "landmark_span": 1}
 
 
 class StoreMismatchError(ValueError):

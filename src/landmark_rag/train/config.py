@@ -63,6 +63,11 @@ class TrainConfig:
     # "isolated": text never sees landmarks, a landmark sees only its sentence (encode/attention.py;
     # bidirectional models with new_lmk_token); "full": the paper's layout
     landmark_attention: Literal["full", "isolated", "prefix", "causal"] = "full"
+    # training only: cosine margin by which the `boundary_window` sentences just before an
+    # answer must score below it (train/loss.py; a Front-k hit there loses the answer)
+    boundary_margin: float = 0.0
+    boundary_window: int = 2
+    landmark_span: int = 1  # sentences an isolated/causal landmark reads (own + span-1 before)
     # SQuAD-format .json files and/or plain-text documents (.txt/.md files, or folders of them)
     data: list[str] = field(default_factory=lambda: ["data/squad-v1.1-dev-part-a.json"])
     # documents of each source by slice "a:b" or comma list; None: DEFAULT_SELECTION

@@ -78,7 +78,7 @@ def document_vectors(
     return pool_jobs(forward, jobs, counts, mode, encoder.pad_id, device)
 
 
-def hf_forward(model: torch.nn.Module, layout: tuple[int, str] | None = None) -> Forward:
+def hf_forward(model: torch.nn.Module, layout: tuple[int, str, int] | None = None) -> Forward:
     """The last hidden state of a Hugging Face encoder (or of a peft/accelerate wrapper);
     ``layout`` as in ``encode.pooling.last_hidden`` (the encoder's ``landmark_layout``)."""
 

@@ -27,8 +27,17 @@ def position_aware_contrastive_loss(
     *,
     temperature: float = 0.05,
     alpha: float = 0.08,
+    preceding: Sequence[Sequence[int]] | None = None,
+    margin: float = 0.0,
 ) -> torch.Tensor:
     """Mean over queries of ``-sum_i w_i * log_softmax(s / tau)[z - i]``.
+
+    ``preceding[j]`` (optional) lists the units just BEFORE query ``j``'s span, and
+    ``margin`` is added to their cosine scores inside the softmax (training only): the loss
+    then stays high until each of them scores at least ``margin`` below the span. Why: the
+    hit is expanded backwards (Front-k), so a hit on a sentence before the answer loses it,
+    while a hit on the answer (or after it) keeps it; the margin makes exactly those
+    mistakes dearer than others.
 
     queries: ``[m, d]`` and units: ``[n, d]``, both L2-normalised (cosine scores); ``spans[j]``
     lists the unit indices of query ``j``'s answer span in document order, so
@@ -39,7 +48,17 @@ def position_aware_contrastive_loss(
         raise ValueError("one answer span per query")
     if queries.shape[0] == 0:
         return queries.sum() * 0.0
-    logp = F.log_softmax(queries @ units.T / temperature, dim=-1)
+    scores = queries @ units.T
+    if margin and preceding is not None:
+        if len(preceding) != len(spans):
+            raise ValueError("one list of preceding units per query")
+        rows = [j for j, before in enumerate(preceding) for _ in before]
+        cols = [i for before in preceding for i in before]
+        if rows:
+            bump = torch.zeros_like(scores)
+            bump[rows, cols] = margin
+            scores = scores + bump
+    logp = F.log_softmax(scores / temperature, dim=-1)
     losses = []
     for j, span in enumerate(spans):
         idx = torch.as_tensor(list(span)[::-1], dtype=torch.long, device=logp.device)  # z, z-1, ...

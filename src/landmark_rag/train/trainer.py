@@ -187,15 +187,19 @@ class Trainer:
         total = units.sum() * 0.0
         if stage.contrastive_weight:
             queries = [q for ex in batch for q in ex.queries]
-            spans, offset = [], 0
+            spans, preceding, offset = [], [], 0
+            reach = self.config.boundary_window
             for ex, n in zip(batch, counts, strict=True):
                 spans.extend([[offset + i for i in s] for s in ex.spans])
+                # the sentences a Front-k hit must not land on: just before the span, same window
+                preceding.extend([[offset + i for i in range(max(s[0] - reach, 0), s[0])] for s in ex.spans])
                 offset += n
             qmode = "landmark" if enc.config.query_pooling == "landmark" else "mean"
             qjobs = query_jobs(enc, queries)
             (qvecs,) = pool_jobs(self._forward, qjobs, [len(queries)], qmode, enc.pad_id, self.device)
             c = position_aware_contrastive_loss(
-                qvecs, units, spans, temperature=self.config.temperature, alpha=self.config.alpha
+                qvecs, units, spans, temperature=self.config.temperature, alpha=self.config.alpha,
+                preceding=preceding, margin=self.config.boundary_margin,
             )
             out["contrastive"] = c
             total = total + stage.contrastive_weight * c
@@ -493,6 +497,8 @@ def train(
             overrides["max_length"] = config.max_length
         if config.landmark_attention != "full":
             overrides["landmark_attention"] = config.landmark_attention
+        if config.landmark_span != 1:
+            overrides["landmark_span"] = config.landmark_span
         with warnings.catch_warnings():
             # a base model is untrained by definition: training is what the warning asks for
             warnings.simplefilter("ignore", UntrainedLandmarkWarning)
