@@ -80,13 +80,15 @@ def gold_index(sentences, offset: int) -> int:
     return len(sentences) - 1
 
 
-def evaluate(enc: LandmarkEncoder, articles: list[Article], segmenter=None) -> dict[str, float]:
+def evaluate(
+    enc: LandmarkEncoder, articles: list[Article], segmenter=None, query_encoder: LandmarkEncoder | None = None
+) -> dict[str, float]:
     t0 = time.perf_counter()
     docs = enc.encode_documents([a.text for a in articles], show_progress=True, segmenter=segmenter)
     t_docs = time.perf_counter() - t0
     questions = [q for a in articles for q in a.questions]
     t0 = time.perf_counter()
-    qvecs = enc.encode_queries(questions, show_progress=True)
+    qvecs = (query_encoder or enc).encode_queries(questions, show_progress=True)
     t_q = time.perf_counter() - t0
     ranks = []
     k = 0

@@ -7,12 +7,14 @@ more. Per question: rank every sentence of its article (gold-sentence protocol o
 ``landmark_rag.train.validation``), record ``top hit index - gold index``.
 
     python benchmarks/hit_offsets.py --model landmark-minilm --articles 13:16
+    python benchmarks/hit_offsets.py --model landmark-minilm-lmk --examples 10   # also print hits just before the answer
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -24,13 +26,18 @@ from landmark_rag.train import TrainConfig, load_articles
 DEFAULT_DATA = Path(__file__).resolve().parents[1] / "data" / "squad-v1.1-dev-part-a.json"
 
 
-def offsets(encoder: LandmarkEncoder, articles: list) -> list[int]:  # noqa: ANN001
+def offsets(encoder: LandmarkEncoder, articles: list, before: list | None = None) -> list[int]:  # noqa: ANN001
+    """``top hit - answer sentence`` per question; questions whose hit is the sentence just
+    before the answer are appended to ``before`` as (question, hit text, answer sentence)."""
     out = []
     for art in articles:
         doc = encoder.encode_document(art.text, art.title, sentences=art.sentences)
         scores = encoder.encode_queries([q.text for q in art.questions]) @ doc.embeddings.T
         for q, row in zip(art.questions, scores, strict=True):
-            out.append(int(np.argmax(row)) - art.answer_span(q)[-1])
+            hit, gold = int(np.argmax(row)), art.answer_span(q)[-1]
+            out.append(hit - gold)
+            if before is not None and hit == gold - 1:
+                before.append((q.text, art.sentences[hit].text, art.sentences[gold].text))
     return out
 
 
@@ -40,13 +47,17 @@ def main() -> None:
     ap.add_argument("--data", default=str(DEFAULT_DATA))
     ap.add_argument("--articles", default="13:16", help="article slice (validation: 13:16)")
     ap.add_argument("--pooling", default=None, help="override the model's document pooling (e.g. sentence)")
+    ap.add_argument("--examples", type=int, default=0, help="also print N questions whose top hit is just before the answer")
     args = ap.parse_args()
     rows = {}
     for name in args.model:
         kw = {"pooling": args.pooling} if args.pooling else {}
         enc = LandmarkEncoder.from_pretrained(name, **kw)
         _, arts = load_articles(TrainConfig(data=[args.data], train_articles="0:0", val_articles=args.articles), enc)
-        off = offsets(enc, arts)
+        before: list = []
+        off = offsets(enc, arts, before)
+        for question, hit, answer in before[: args.examples]:
+            print(f"[{name}] Q: {question}\n  top hit : {hit}\n  answer  : {answer}", file=sys.stderr)
         c, n = Counter(off), len(off)
         rows[name] = {
             "questions": n,
