@@ -46,11 +46,15 @@ def test_mask_and_positions_follow_the_sentences() -> None:
     assert pos[0, :7].tolist() == [0, 1, 2, 3, 3, 4, 4]
 
 
+def _seen(ids: torch.Tensor, lmk: int = 9, **variant: object) -> tuple[torch.Tensor, torch.Tensor]:
+    """Which keys each query may attend to, and the position ids, for one unpadded row."""
+    add, pos = isolated_landmark_inputs(ids, torch.ones_like(ids), lmk, **variant)
+    return add[0, 0] == 0, pos[0]
+
+
 def test_prefix_landmarks_read_everything_up_to_their_sentence() -> None:
     lmk = 9
-    ids = torch.tensor([[1, 5, 5, lmk, 6, lmk, 2]])
-    add, pos = isolated_landmark_inputs(ids, torch.ones_like(ids), lmk, prefix=True)
-    seen = add[0, 0] == 0
+    seen, _ = _seen(torch.tensor([[1, 5, 5, lmk, 6, lmk, 2]]), prefix=True)
     # the second landmark reads sentence 1 and 2 (not the first landmark), and itself
     assert seen[5].tolist() == [True, True, True, False, True, True, False]
     assert seen[3].tolist() == [True, True, True, True, False, False, False]
@@ -102,9 +106,7 @@ def test_isolated_is_part_of_the_identity_and_not_saved_when_full() -> None:
 
 def test_causal_text_reads_only_its_own_and_earlier_sentences() -> None:
     lmk = 9
-    ids = torch.tensor([[1, 5, 5, lmk, 6, lmk, 2]])
-    add, pos = isolated_landmark_inputs(ids, torch.ones_like(ids), lmk, causal=True)
-    seen = add[0, 0] == 0
+    seen, pos = _seen(torch.tensor([[1, 5, 5, lmk, 6, lmk, 2]]), causal=True)
     # sentence 0's text (with [CLS]) reads itself only, never sentence 1
     assert seen[1].tolist() == [True, True, True, False, False, False, False]
     # sentence 1's text reads sentence 0 and itself, no landmark
@@ -113,7 +115,7 @@ def test_causal_text_reads_only_its_own_and_earlier_sentences() -> None:
     assert seen[6].tolist() == [True, True, True, False, True, False, True]
     # landmarks stay isolated: own sentence and itself
     assert seen[5].tolist() == [False, False, False, False, True, True, False]
-    assert pos[0].tolist() == [0, 1, 2, 3, 3, 4, 4]
+    assert pos.tolist() == [0, 1, 2, 3, 3, 4, 4]
 
 
 def test_causal_landmark_vectors_carry_nothing_after_their_sentence() -> None:
@@ -136,12 +138,11 @@ def test_causal_landmark_vectors_carry_nothing_after_their_sentence() -> None:
 def test_landmark_span_reads_its_sentence_and_the_ones_before_it() -> None:
     lmk = 9
     ids = torch.tensor([[1, 5, lmk, 6, 6, lmk, 7, lmk, 2]])
-    add, _ = isolated_landmark_inputs(ids, torch.ones_like(ids), lmk, span=2)
-    seen = add[0, 0] == 0
+    seen, _ = _seen(ids, span=2)
     # the landmark after sentence 2 reads sentences 1 and 2 (text only) and itself, not sentence 0
     assert seen[7].tolist() == [False, False, False, True, True, False, True, True, False]
     # the first landmark has no sentence before it: [CLS] and its own text, as with span 1
-    assert seen[2].tolist() == isolated_landmark_inputs(ids, torch.ones_like(ids), lmk)[0][0, 0, 2].eq(0).tolist()
+    assert seen[2].tolist() == _seen(ids)[0][2].tolist()
     # text never reads landmarks
     assert not seen[4, [2, 5, 7]].any()
     with pytest.raises(ValueError, match="span"):
