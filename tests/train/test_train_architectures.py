@@ -98,3 +98,27 @@ def test_train_cli_any_architecture(arch, tmp_path, monkeypatch):
     assert before.keys() == after.keys() and before
     changed = {n for n in before if not torch.equal(before[n], after[n])}
     assert {n.rsplit(".", 1)[-1] for n in changed} == expected
+
+
+def test_train_cli_landmark_layout_and_boundary_margin_flags(tmp_path):
+    """--landmark-attention / --landmark-span reach the saved model (its vector identity) and
+    --boundary-margin the saved recipe; the model loads back with that layout."""
+    base = tiny_models.build("bert", tmp_path / "base")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app,
+        [
+            "train", "--base", str(base), "--data", str(DATA), "--train-articles", "8:9", "--val-articles", "",
+            "--pooling", "landmark", "--new-lmk-token", "--max-length", "64", "--landmark-attention", "causal",
+            "--landmark-span", "2", "--boundary-margin", "0.1", "--stage", "longdoc:2", "--threads", "1",
+            "-o", str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    saved = json.loads((out / "landmark_config.json").read_text())
+    assert saved["landmark_attention"] == "causal" and saved["landmark_span"] == 2
+    assert json.loads((out / "train_config.json").read_text())["boundary_margin"] == 0.1
+    enc = LandmarkEncoder.from_pretrained(out, device="cpu")
+    assert enc.landmark_layout == (enc.lmk_id, "causal", 2)
+    assert enc.config.identity()["landmark_span"] == 2
+    assert len(enc.encode_document(TEXT)) == 4
