@@ -41,7 +41,8 @@ def main() -> None:
         "fp32": LandmarkEncoder.from_pretrained(args.model, device="cpu"),
         "int8": LandmarkEncoder.from_pretrained(args.model, device="cpu", quantize="int8"),
     }
-    # what `landmark-rag index --quantize int8` then a plain `query` gives: int8 documents, fp32 queries
+    # int8 documents with fp32 queries: an int8-built index searched through the CLI, whose cold
+    # query runs the fp32 ONNX export (why the CLI offers no --quantize)
     encoders["int8 documents, fp32 queries"] = encoders["int8"]
     query_side = {"int8 documents, fp32 queries": encoders["fp32"]}
     out: dict[str, dict[str, float]] = {}
