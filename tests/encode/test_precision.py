@@ -1,0 +1,95 @@
+"""bf16 document windows on CPU (encode/precision.py): when they apply, what they change, what not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from landmark_rag.encode import precision
+from landmark_rag.encode.encoder import LandmarkEncoder
+
+TEXT = " ".join(
+    f"Sentence {i} says that the castle's {w} wall was rebuilt in {1200 + 7 * i} after a fire."
+    for i, w in enumerate(["north", "south", "east", "west", "inner", "outer"] * 8)
+)
+
+
+@pytest.fixture
+def native(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(precision, "native_cpu_bf16", lambda: True)
+    monkeypatch.delenv(precision.ENV_SWITCH, raising=False)
+
+
+def test_default_is_bf16_only_for_an_unchosen_dtype_on_a_native_cpu(native: None, monkeypatch) -> None:
+    cpu = torch.device("cpu")
+    assert precision.default_document_autocast(cpu, None, None) is torch.bfloat16
+    assert precision.default_document_autocast(cpu, "float32", None) is None  # the caller chose
+    assert precision.default_document_autocast(cpu, None, "int8") is None  # int8 kernels are fp32-in
+    assert precision.default_document_autocast(torch.device("meta"), None, None) is None
+    monkeypatch.setenv(precision.ENV_SWITCH, "0")
+    assert precision.default_document_autocast(cpu, None, None) is None
+    monkeypatch.setattr(precision, "native_cpu_bf16", lambda: False)
+    monkeypatch.delenv(precision.ENV_SWITCH)
+    assert precision.default_document_autocast(cpu, None, None) is None  # emulated bf16 is slower
+
+
+def test_from_pretrained_sets_it_and_dtype_float32_keeps_fp32(native: None) -> None:
+    auto = LandmarkEncoder.from_pretrained("all-MiniLM-L6-v2", device="cpu", pooling="mean", max_length=64)
+    fp32 = LandmarkEncoder.from_pretrained(
+        "all-MiniLM-L6-v2", device="cpu", pooling="mean", max_length=64, dtype="float32"
+    )
+    assert auto.document_autocast is torch.bfloat16 and fp32.document_autocast is None
+    # the weights stay fp32 either way: queries, the ONNX export and training read them
+    assert next(auto.model.parameters()).dtype == torch.float32
+
+
+@pytest.fixture(scope="module")
+def pair() -> tuple[LandmarkEncoder, LandmarkEncoder]:
+    fp32 = LandmarkEncoder.from_pretrained(
+        "all-MiniLM-L6-v2", device="cpu", pooling="mean", max_length=64, dtype="float32"
+    )
+    bf16 = LandmarkEncoder(fp32.model, fp32.tokenizer, fp32.config, device=fp32.device)
+    bf16.document_autocast = torch.bfloat16  # emulated where the CPU lacks bf16: slow, same numbers
+    return fp32, bf16
+
+
+def test_bf16_documents_are_close_to_fp32_and_queries_are_unchanged(pair) -> None:
+    fp32, bf16 = pair
+    a, b = fp32.encode_document(TEXT).embeddings, bf16.encode_document(TEXT).embeddings
+    assert a.shape == b.shape and a.dtype == b.dtype == np.float32
+    assert not np.array_equal(a, b)  # autocast really ran
+    cos = (a * b).sum(1)
+    assert cos.min() > 0.999
+    np.testing.assert_array_equal(fp32.encode_query("Which wall burnt?"), bf16.encode_query("Which wall burnt?"))
+
+
+def test_autocast_reaches_every_worker_thread(pair) -> None:
+    # autocast state is per thread: entered around the pool, the workers would run fp32
+    _, bf16 = pair
+    texts = [TEXT, TEXT[: len(TEXT) // 2], TEXT[len(TEXT) // 3 :]]
+    bf16.workers = 1
+    one = bf16.encode_documents(texts, batch_size=1)
+    bf16.workers = 2
+    try:
+        two = bf16.encode_documents(texts, batch_size=1)
+    finally:
+        bf16.workers = None
+    for x, y in zip(one, two, strict=True):
+        np.testing.assert_array_equal(x.embeddings, y.embeddings)
+
+
+def test_training_runs_in_the_configured_precision(native: None, tmp_path) -> None:
+    from pathlib import Path
+
+    from landmark_rag.train import StageConfig, TrainConfig, Trainer, load_articles
+
+    data = Path(__file__).resolve().parents[2] / "data" / "squad-v1.1-dev-part-a.json"
+
+    enc = LandmarkEncoder.from_pretrained("all-MiniLM-L6-v2", device="cpu", pooling="mean", max_length=64)
+    assert enc.document_autocast is torch.bfloat16
+    cfg = TrainConfig(base_model="all-MiniLM-L6-v2", output_dir=str(tmp_path), pooling="mean", query_pooling="mean",
+                      data=[str(data)], train_articles="8:9", val_articles="", lora=True, lora_r=2, max_length=64,
+                      stages=[StageConfig(kind="longdoc", steps=1)])
+    Trainer(enc, cfg, load_articles(cfg, enc)[0])
+    assert enc.document_autocast is None
