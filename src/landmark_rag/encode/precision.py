@@ -71,4 +71,6 @@ def autocast(device: Any, dtype: Any) -> AbstractContextManager[Any]:
         return nullcontext()
     import torch
 
-    return torch.autocast("cpu", dtype=dtype)
+    # no weight cache: one region is one forward pass, which uses each weight once, so the
+    # cache would only hold a bf16 copy of the model per worker thread until the pass ends
+    return torch.autocast("cpu", dtype=dtype, cache_enabled=False)
