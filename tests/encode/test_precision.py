@@ -66,30 +66,55 @@ def test_bf16_documents_are_close_to_fp32_and_queries_are_unchanged(pair) -> Non
 
 def test_autocast_reaches_every_worker_thread(pair) -> None:
     # autocast state is per thread: entered around the pool, the workers would run fp32
-    _, bf16 = pair
+    # (fp32 with 2 workers equals fp32 with 1 bit for bit: tests/encode/test_parallel.py)
+    fp32, bf16 = pair
     texts = [TEXT, TEXT[: len(TEXT) // 2], TEXT[len(TEXT) // 3 :]]
-    bf16.workers = 1
-    one = bf16.encode_documents(texts, batch_size=1)
+    plain = fp32.encode_documents(texts, batch_size=1)
     bf16.workers = 2
     try:
         two = bf16.encode_documents(texts, batch_size=1)
     finally:
         bf16.workers = None
-    for x, y in zip(one, two, strict=True):
-        np.testing.assert_array_equal(x.embeddings, y.embeddings)
+    for x, y in zip(plain, two, strict=True):
+        assert not np.array_equal(x.embeddings, y.embeddings)  # every document went through bf16
+        assert (x.embeddings * y.embeddings).sum(1).min() > 0.999
 
 
-def test_training_runs_in_the_configured_precision(native: None, tmp_path) -> None:
+def test_cached_encoders_with_overrides_keep_the_precision(native: None, monkeypatch) -> None:
+    # adapters, the CLI and Ray workers ask the cache for the store's settings as overrides
+    from collections import OrderedDict
+
+    from landmark_rag.encode import cache
+    from landmark_rag.encode.cache import load_encoder
+
+    monkeypatch.setattr(cache, "_BASE", OrderedDict())  # not the suite's fp32 encoders
+    monkeypatch.setattr(cache, "_DERIVED", {})
+    base = load_encoder("all-MiniLM-L6-v2", device="cpu")
+    derived = load_encoder("all-MiniLM-L6-v2", device="cpu", pooling="mean", max_length=64)
+    assert derived is not base and derived.model is base.model
+    assert base.document_autocast is torch.bfloat16 and derived.document_autocast is torch.bfloat16
+
+
+def test_training_validation_runs_fp32_and_leaves_the_encoder_as_it_was(native: None) -> None:
     from pathlib import Path
 
-    from landmark_rag.train import StageConfig, TrainConfig, Trainer, load_articles
+    from landmark_rag.train import TrainConfig, load_articles
+    from landmark_rag.train.validation import validate
 
     data = Path(__file__).resolve().parents[2] / "data" / "squad-v1.1-dev-part-a.json"
-
     enc = LandmarkEncoder.from_pretrained("all-MiniLM-L6-v2", device="cpu", pooling="mean", max_length=64)
     assert enc.document_autocast is torch.bfloat16
-    cfg = TrainConfig(base_model="all-MiniLM-L6-v2", output_dir=str(tmp_path), pooling="mean", query_pooling="mean",
-                      data=[str(data)], train_articles="8:9", val_articles="", lora=True, lora_r=2, max_length=64,
-                      stages=[StageConfig(kind="longdoc", steps=1)])
-    Trainer(enc, cfg, load_articles(cfg, enc)[0])
-    assert enc.document_autocast is None
+    cfg = TrainConfig(base_model="all-MiniLM-L6-v2", data=[str(data)], train_articles="8:9", val_articles="")
+    article = load_articles(cfg, enc)[0][0]
+    seen: list[object] = []
+    forward = enc._forward_pool
+
+    def spy(batch, mode, model=None, documents=False):
+        if documents:
+            seen.append(enc.document_autocast)
+        return forward(batch, mode, model, documents)
+
+    enc._forward_pool = spy
+    metrics = validate(enc, [article], max_questions=5)
+    assert metrics["questions"] == 5 and seen and set(seen) == {None}  # a seeded run logs fp32 figures
+    assert enc.document_autocast is torch.bfloat16  # and the caller's encoder is as it was

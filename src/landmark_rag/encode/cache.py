@@ -57,6 +57,7 @@ def load_encoder(
         else:
             encoder = LandmarkEncoder(base.model, base.tokenizer, config, device=base.device)
             encoder.weight_locations = list(base.weight_locations)
+            encoder.document_autocast = base.document_autocast  # same weights, same precision
         _DERIVED[key] = encoder
         return encoder
 

@@ -3,7 +3,7 @@
 Why: on a CPU with AVX512-BF16 or AMX (AMD Zen 4 and later, Intel Cooper Lake / Sapphire
 Rapids and later) oneDNN runs bf16 matrix products at about twice the fp32 rate, and a
 small encoder spends nearly all its time in them. Running the document windows under
-``torch.autocast("cpu", dtype=torch.bfloat16)`` makes indexing about 1.5x faster on the
+``torch.autocast("cpu", dtype=torch.bfloat16)`` makes indexing about 1.4x faster on the
 project's 2-core machine with the same retrieval quality (held-out R@1 and coverage@256
 within noise of fp32: docs/benchmarks.md, "bf16 document windows").
 

@@ -63,10 +63,6 @@ class Trainer:
         from accelerate import Accelerator
         from accelerate.utils import set_seed
 
-        # training, and the validation it logs, run in the precision the config asks for
-        # (mixed_precision), not in the CPU's bf16 inference default (encode/precision.py):
-        # a seeded run then logs the same figures on any CPU
-        encoder.document_autocast = None
         config, message = plan_stages(config, train_articles)
         if message:
             tqdm.write(message)

@@ -49,10 +49,16 @@ def recall_metrics(ranks: np.ndarray, ks: Sequence[int] = (1, 5, 10)) -> dict[st
 def validate(
     encoder: LandmarkEncoder, articles: Sequence[Article], max_questions: int | None = None
 ) -> dict[str, float]:
-    """Recall@1/5/10 and MRR of the gold sentence; the model is put in eval mode for it."""
-    was_training = encoder.model.training
+    """Recall@1/5/10 and MRR of the gold sentence; the model is put in eval mode for it.
+
+    Documents are encoded as the weights are loaded, without the CPU's bf16 autocast
+    (``encode.precision``), so a seeded training run logs the same figures on every CPU;
+    the encoder's setting is restored afterwards."""
+    was_training, autocast = encoder.model.training, encoder.document_autocast
     encoder.model.eval()
+    encoder.document_autocast = None
     try:
         return recall_metrics(gold_sentence_ranks(encoder, articles, max_questions))
     finally:
         encoder.model.train(was_training)
+        encoder.document_autocast = autocast
