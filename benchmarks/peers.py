@@ -121,15 +121,12 @@ def systems(texts: list[str], levers: bool, batch_size: int) -> tuple[dict[str, 
         run_batches([rows[i : i + batch_size] for i in range(0, len(rows), batch_size)], forward, workers)
         return len(rows)
 
-    def with_workers(encoder: LandmarkEncoder, workers: int | None, precision: object = "as loaded") -> int:
-        before = encoder.workers, encoder.document_autocast
-        encoder.workers = workers
-        if precision != "as loaded":
-            encoder.document_autocast = precision
+    def with_workers(encoder: LandmarkEncoder, workers: int) -> int:
+        encoder.workers, before = workers, encoder.workers
         try:
             return sum(len(d) for d in encoder.encode_documents(texts, batch_size=batch_size))
         finally:
-            encoder.workers, encoder.document_autocast = before
+            encoder.workers = before
 
     out: dict[str, Callable[[], int]] = {
         "landmark default": lambda: sum(len(d) for d in default.encode_documents(texts, batch_size=batch_size)),
@@ -151,13 +148,14 @@ def systems(texts: list[str], levers: bool, batch_size: int) -> tuple[dict[str, 
         out["bare ceiling, bf16"] = lambda: bare(1, bf16)
         if default.workers is None and torch.get_num_threads() >= 2:
             out["bare ceiling, bf16, 2 concurrent batches"] = lambda: bare(2, bf16)
-        out["default, fp32 documents (dtype=float32)"] = lambda: with_workers(default, None, None)
+        fp32 = LandmarkEncoder.from_pretrained(None, device="cpu", dtype="float32")
+        out["default, fp32 documents (dtype=float32)"] = (
+            lambda: sum(len(d) for d in fp32.encode_documents(texts, batch_size=batch_size))
+        )
     if levers:
         from dataclasses import replace
 
-        no_overlap = LandmarkEncoder(default.model, default.tokenizer, replace(default.config, window_overlap=0),
-                                     device=default.device)
-        no_overlap.document_autocast = default.document_autocast  # only the overlap differs
+        no_overlap = default.with_config(replace(default.config, window_overlap=0))  # only the overlap differs
         out["default, window_overlap=0"] = lambda: sum(len(d) for d in no_overlap.encode_documents(texts, batch_size=batch_size))
         for budget in (2048, 8192):  # batches by padded tokens instead of 16 windows (same vectors)
             out[f"default, batch_tokens={budget}"] = (

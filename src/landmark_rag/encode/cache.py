@@ -55,9 +55,7 @@ def load_encoder(
             # a new landmark token resizes the embedding matrix: that model is not shared
             encoder = LandmarkEncoder.from_pretrained(name, device=device, dtype=dtype, **overrides)
         else:
-            encoder = LandmarkEncoder(base.model, base.tokenizer, config, device=base.device)
-            encoder.weight_locations = list(base.weight_locations)
-            encoder.document_autocast = base.document_autocast  # same weights, same precision
+            encoder = base.with_config(config)
         _DERIVED[key] = encoder
         return encoder
 

@@ -19,10 +19,10 @@ from landmark_rag.encode.config import LandmarkConfig
 from landmark_rag.encode.fingerprint import weights_fingerprint
 from landmark_rag.encode.layout import Job, document_jobs, query_jobs, standalone_jobs, tokenize_sentences
 from landmark_rag.encode.loading import load_hf, materialise_gguf, pick_device, pick_dtype
-from landmark_rag.encode.precision import autocast, default_document_autocast
 from landmark_rag.encode.malloc import pin_mmap_threshold
 from landmark_rag.encode.parallel import auto_workers, run_batches
 from landmark_rag.encode.pooling import last_hidden, pad_batch, pool
+from landmark_rag.encode.precision import autocast, default_document_autocast
 from landmark_rag.encode.registry import ModelSource, default_model, is_causal, plain_model_config, resolve
 from landmark_rag.encode.untrained import warn_untrained_landmark
 from landmark_rag.progress import bar_options
@@ -156,6 +156,16 @@ class LandmarkEncoder:
         if compile:
             encoder.compile()
         return encoder
+
+    def with_config(self, config: LandmarkConfig) -> LandmarkEncoder:
+        """Another encoder over the same loaded weights with ``config`` (e.g. other pooling or
+        windows). What loading decided carries over - the weight files (for the ONNX export's
+        check) and the document precision - so a sibling never silently differs from its
+        source; per-run settings (``workers``, a compiled model) do not."""
+        other = type(self)(self.model, self.tokenizer, config, device=self.device)
+        other.weight_locations = list(self.weight_locations)
+        other.document_autocast = self.document_autocast
+        return other
 
     def compile(self, **options: Any) -> LandmarkEncoder:
         """Run document windows through ``torch.compile(model, dynamic=True, **options)``; returns self.

@@ -134,7 +134,6 @@ class Trainer:
                 config.distill_model, device=self.device, max_length=encoder.max_length
             )
             self.context_teacher.model.eval().requires_grad_(False)
-            self.context_teacher.document_autocast = None  # the target as the files give it
         self.history: list[dict[str, Any]] = []
         self.step = 0
 
