@@ -24,6 +24,24 @@ def _parse_stage(spec: str) -> dict:
     return stage
 
 
+def _prepare(recipe: Path, raw: Optional[Path], output_dir: Optional[Path], download: bool) -> None:
+    """``--prepare``: one line per output file, the manifest's path, and exit 2 on bad input."""
+    from landmark_rag.train.config import TrainingInputError
+    from landmark_rag.train.prepare import MANIFEST_FILE, default_output, load_recipe, prepare
+
+    if raw is None:
+        raise typer.BadParameter("--prepare needs --raw DIR (where the recipe's raw files are, or go with --download)")
+    try:
+        out = output_dir or default_output(load_recipe(recipe))
+        manifest = prepare(recipe, raw, out, download=download)
+    except (TrainingInputError, FileNotFoundError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    for name, info in manifest["outputs"].items():
+        typer.echo(f"{out / name}: {info['documents']:,} documents, {info['questions']:,} questions")
+    typer.echo(f"manifest: {out / MANIFEST_FILE}")
+
+
 @app.command("train")
 def train_command(
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="JSON/YAML/TOML training config (flags override it)."),
@@ -79,8 +97,23 @@ def train_command(
     gradient_checkpointing: Optional[bool] = typer.Option(None, "--gradient-checkpointing/--no-gradient-checkpointing"),
     eval_every: Optional[int] = typer.Option(None, help="Validate every N steps (0: after each stage)."),
     threads: Optional[int] = typer.Option(None, help="torch CPU threads."),
+    prepare: Optional[Path] = typer.Option(
+        None, "--prepare", help="Build the training set of this data recipe (e.g. data/training/general-v1.json) "
+        "into -o (default: the cache folder) and stop; see docs/training.md.",
+    ),
+    raw: Optional[Path] = typer.Option(
+        None, "--raw", help="--prepare: folder of the recipe's raw files, RAW/<source>/<file> (checksums verified)."
+    ),
+    download: bool = typer.Option(
+        False, "--download", help="--prepare: download missing raw files from their pinned GitHub commits into --raw."
+    ),
 ) -> None:
-    """Train with the position-aware contrastive objective (pairwise, pseudo and long-document stages)."""
+    """Train with the position-aware contrastive objective (pairwise, pseudo and long-document stages).
+
+    With --prepare, build a training set from a recipe of public datasets instead (no training).
+    """
+    if prepare is not None:
+        return _prepare(prepare, raw, output_dir, download)
     from landmark_rag.encode.registry import ModelNotFoundError
     from landmark_rag.train import TrainConfig, train
     from landmark_rag.train.config import TrainingInputError

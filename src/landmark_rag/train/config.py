@@ -16,7 +16,7 @@ StageKind = Literal["pairwise", "pseudo", "longdoc"]
 #: What ``train_articles`` / ``val_articles`` mean when left unset, per kind of data source:
 #: the project's SQuAD convention for question files; every document for training and none
 #: for validation for plain-text documents (there are no questions to validate on).
-DEFAULT_SELECTION = {"squad": ("0:16", "16:24"), "text": (":", "")}
+DEFAULT_SELECTION = {"squad": ("0:16", "16:24"), "text": (":", ""), "longdoc": (":", "")}
 
 
 class TrainingInputError(ValueError):
@@ -68,9 +68,13 @@ class TrainConfig:
     boundary_margin: float = 0.0
     boundary_window: int = 2
     landmark_span: int = 1  # sentences an isolated/causal landmark reads (own + span-1 before)
-    # SQuAD-format .json files and/or plain-text documents (.txt/.md files, or folders of them)
-    data: list[str] = field(default_factory=lambda: ["data/squad-v1.1-dev-part-a.json"])
-    # documents of each source by slice "a:b" or comma list; None: DEFAULT_SELECTION
+    # SQuAD-format .json files, prepared long-document sets (.jsonl[.gz] files or the folder
+    # `landmark-rag train --prepare` writes) and/or plain-text documents (.txt/.md files, or
+    # folders of them). An entry is a path, or {"path": ..., "train": spec, "val": spec} to
+    # select documents of that source alone (e.g. validation articles of an evaluation file
+    # that trains nothing: {"path": "data/squad-v1.1-dev-part-a.json", "train": "", "val": "13:16"})
+    data: list[str | dict[str, str]] = field(default_factory=lambda: ["data/squad-v1.1-dev-part-a.json"])
+    # documents of each source by slice "a:b" or comma list ("" for none); None: DEFAULT_SELECTION
     train_articles: str | None = None
     val_articles: str | None = None
     lora: bool = True

@@ -1,6 +1,9 @@
-"""Training documents from any ``--data`` source: SQuAD-format files or plain text.
+"""Training documents from any ``--data`` source: SQuAD-format files, prepared long-document
+sets, or plain text.
 
-A SQuAD-format ``.json`` file gives articles with questions (``train.squad``). Anything
+A SQuAD-format ``.json`` file gives articles with questions (``train.squad``). A prepared
+long-document set (``.jsonl``/``.jsonl.gz`` files, or the folder ``landmark-rag train --prepare``
+writes; :mod:`landmark_rag.datasets.longdoc`) gives its documents with their questions. Anything
 else - a ``.txt``/``.md`` file, or a folder searched recursively for them - gives one
 question-less :class:`~landmark_rag.train.squad.Article` per file. Why plain text: a user
 adapting a model to their own corpus rarely has questions for it, and the
@@ -12,8 +15,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from landmark_rag.train.config import TrainingInputError
-from landmark_rag.train.squad import Article, load_squad
+from landmark_rag.datasets.longdoc import LongDocFormatError, LongDocument, is_longdoc_path, iter_longdocs
+from landmark_rag.train.config import DEFAULT_SELECTION, TrainConfig, TrainingInputError
+from landmark_rag.train.squad import Article, Question, load_squad, select
 
 #: File suffixes read as plain-text documents (a file given directly must have one of them,
 #: or be ``.json``; inside a folder, other files are passed over).
@@ -23,16 +27,74 @@ _PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=\s*\n[ \t\r\f\v]*\n|\s*\Z)", re.S)
 
 
 def source_kind(path: str | Path) -> str:
-    """``"squad"`` for a ``.json`` file, ``"text"`` for plain-text files and folders."""
-    p = Path(path)
-    return "squad" if p.suffix.lower() == ".json" and not p.is_dir() else "text"
+    """``"squad"`` for a ``.json`` file, ``"longdoc"`` for a prepared long-document set (a
+    ``.jsonl``/``.jsonl.gz`` file or a folder of them), ``"text"`` for plain-text files and folders."""
+    p = Path(path).expanduser()
+    if p.suffix.lower() == ".json" and not p.is_dir():
+        return "squad"
+    if p.exists() and is_longdoc_path(p):
+        return "longdoc"
+    return "text"
 
 
 def load_documents(path: str | Path) -> list[Article]:
     """The documents of one ``--data`` source, in a stable order (files sorted by path)."""
-    if source_kind(path) == "squad":
+    kind = source_kind(path)
+    if kind == "squad":
         return load_squad(path)
+    if kind == "longdoc":
+        return load_longdoc_documents(path)
     return load_text_documents(path)
+
+
+def load_longdoc_documents(path: str | Path) -> list[Article]:
+    """A prepared long-document set as articles (every answer offset checked on reading)."""
+    try:
+        return [_article(doc) for doc in iter_longdocs(path)]
+    except LongDocFormatError as exc:
+        raise TrainingInputError(f"--data {path}: {exc}") from exc
+
+
+def _article(doc: LongDocument) -> Article:
+    questions = [Question(q.question, q.start, q.end, doc.paragraph_of(q.start), q.id) for q in doc.questions]
+    return Article(doc.title, doc.text, list(doc.paragraphs), questions)
+
+
+def select_documents(config: TrainConfig) -> tuple[list[Article], list[Article]]:
+    """Training and validation documents of every ``config.data`` source.
+
+    A source is a path (its documents selected by ``train_articles`` / ``val_articles``, else
+    its kind's :data:`~landmark_rag.train.config.DEFAULT_SELECTION`) or a mapping with its own
+    ``path``, ``train`` and ``val`` selections. A document in both sets is refused: validation
+    must never score a document the model was trained on.
+    """
+    train: list[Article] = []
+    val: list[Article] = []
+    for entry in config.data:
+        path, train_spec, val_spec = _source_entry(entry, config)
+        arts = load_documents(path)
+        train.extend(select(arts, train_spec) if train_spec else [])
+        val.extend(select(arts, val_spec) if val_spec else [])
+    overlap = {a.title for a in train} & {a.title for a in val}
+    if overlap:
+        raise TrainingInputError(f"articles in both training and validation: {sorted(overlap)[:5]}")
+    return train, val
+
+
+def _source_entry(entry: str | dict[str, str], config: TrainConfig) -> tuple[str, str, str]:
+    """``(path, train selection, validation selection)`` of one ``data`` entry."""
+    if isinstance(entry, dict):
+        unknown = set(entry) - {"path", "train", "val"}
+        if "path" not in entry or unknown:
+            raise TrainingInputError(f"a data entry is a path or {{path, train, val}}, not {entry!r}")
+        path = str(entry["path"])
+        default_train, default_val = DEFAULT_SELECTION[source_kind(path)]
+        return path, str(entry.get("train", default_train)), str(entry.get("val", default_val))
+    path = str(entry)
+    default_train, default_val = DEFAULT_SELECTION[source_kind(path)]
+    train_spec = config.train_articles if config.train_articles is not None else default_train
+    val_spec = config.val_articles if config.val_articles is not None else default_val
+    return path, train_spec, val_spec
 
 
 def load_text_documents(path: str | Path) -> list[Article]:

@@ -24,7 +24,6 @@ from tqdm.auto import tqdm
 from landmark_rag.encode.encoder import LandmarkEncoder
 from landmark_rag.encode.untrained import UntrainedLandmarkWarning
 from landmark_rag.train.config import (
-    DEFAULT_SELECTION,
     StageConfig,
     TrainConfig,
     TrainingInputError,
@@ -43,8 +42,8 @@ from landmark_rag.train.forward import (
     tokenize_units,
 )
 from landmark_rag.train.loss import distillation_loss, position_aware_contrastive_loss
-from landmark_rag.train.documents import load_documents, source_kind
-from landmark_rag.train.squad import Article, select
+from landmark_rag.train.documents import select_documents
+from landmark_rag.train.squad import Article
 from landmark_rag.train.validation import validate
 
 logger = logging.getLogger(__name__)
@@ -421,25 +420,10 @@ STAGE_KINDS: dict[str, StageKind] = {
 
 
 def load_articles(config: TrainConfig, encoder: LandmarkEncoder) -> tuple[list[Article], list[Article]]:
-    """Train and validation documents, split by document, segmented the encoder's way.
-
-    Each ``config.data`` source is a SQuAD-format file or plain-text documents
-    (``train.documents``); an unset ``train_articles`` / ``val_articles`` takes the source
-    kind's default (:data:`~landmark_rag.train.config.DEFAULT_SELECTION`).
-    """
-    train, val = [], []
-    for path in config.data:
-        kind = source_kind(path)
-        arts = load_documents(path)
-        default_train, default_val = DEFAULT_SELECTION[kind]
-        train_spec = config.train_articles if config.train_articles is not None else default_train
-        val_spec = config.val_articles if config.val_articles is not None else default_val
-        train.extend(select(arts, train_spec))
-        val.extend(select(arts, val_spec) if val_spec else [])
-    overlap = {a.title for a in train} & {a.title for a in val}
-    if overlap:
-        raise TrainingInputError(f"articles in both training and validation: {sorted(overlap)[:5]}")
-    for a in (*train, *val):
+    """Train and validation documents, split by document, segmented the encoder's way
+    (:func:`~landmark_rag.train.documents.select_documents`)."""
+    train, val = select_documents(config)
+    for a in tqdm([*train, *val], desc="segmenting", unit="doc", disable=len(train) + len(val) < 100):
         a.segment(encoder.segment)
     return train, val
 
