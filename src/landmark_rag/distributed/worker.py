@@ -33,8 +33,9 @@ class DeferredStore:
 
     def add_document(self, encoded: Any, *, metadata: dict[str, Any] | None = None, doc_hash: str | None = None) -> int:
         from landmark_rag.ingest import StoredDocument
+        from landmark_rag.store import content_hash
 
-        stored = StoredDocument(encoded, dict(metadata or {}), str(doc_hash))
+        stored = StoredDocument(encoded, dict(metadata or {}), doc_hash or content_hash(encoded.text))
         self.payloads[encoded.doc_id] = pickle.dumps(stored, protocol=pickle.HIGHEST_PROTOCOL)
         return len(encoded.sentences)
 

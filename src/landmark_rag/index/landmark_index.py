@@ -29,9 +29,12 @@ from landmark_rag.ingest import (
     DocumentEncoder,
     FileSet,
     IndexReport,
+    SourceDocument,
     file_documents,
     find_files,
     prune_missing,
+    store_document,
+    stored_form,
     text_documents,
     write_documents,
 )
@@ -329,13 +332,19 @@ class LandmarkIndex:
     def add_documents(
         self, encoded_documents: Sequence[EncodedDocument], metadatas: Sequence[dict[str, Any] | None] | None = None
     ) -> list[str]:
-        """Store already-encoded documents (each needs a ``doc_id``); returns their ids."""
+        """Store already-encoded documents (each needs a ``doc_id``); returns their ids.
+
+        Written as they are (the write path's last step): nothing is skipped or encoded.
+        """
         docs = list(encoded_documents)
         if metadatas is not None and len(metadatas) != len(docs):
             raise ValueError(f"got {len(metadatas)} metadatas for {len(docs)} documents")
+        if any(not d.doc_id for d in docs):
+            raise ValueError("add_documents needs EncodedDocuments with a doc_id")
         self.record_identity()
         for i, doc in enumerate(docs):
-            self.store.add_document(doc, metadata=metadatas[i] if metadatas is not None else None)
+            source = SourceDocument(str(doc.doc_id), doc.text, dict((metadatas[i] if metadatas else None) or {}))
+            store_document(self.store, stored_form(source, doc))
         return [str(d.doc_id) for d in docs]
 
     def delete(self, doc_ids: Sequence[str]) -> int:
