@@ -135,7 +135,7 @@ class Manifest:
     def generation(self) -> str | None:
         """A token that moves whenever a document is completed or deleted (``None``: never).
 
-        Read from the server each time (about a millisecond), never from a cached handle.
+        Read from the server each time, never from a cached handle: other processes move it.
         """
         manifest = self._io.manifest
         if manifest is None:
