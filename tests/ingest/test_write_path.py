@@ -191,6 +191,9 @@ def test_a_failing_store_stops_the_run_with_its_report(index: LandmarkIndex) -> 
 
 
 def test_errors_share_one_base_and_keep_their_builtin_ones() -> None:
+    import landmark_rag
+
+    assert landmark_rag.LandmarkRagError is LandmarkRagError
     for error, builtin in [(StoreError, RuntimeError), (StoreFailedError, RuntimeError),
                            (StoreMismatchError, ValueError), (ModelNotRecordedError, ValueError),
                            (BadFileError, ValueError), (UnusablePathError, OSError)]:

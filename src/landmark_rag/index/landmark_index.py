@@ -302,20 +302,22 @@ class LandmarkIndex:
         glob: str | None = None,
         prune: bool = False,
         batch_size: int | None = None,
-        show_progress: bool | None = True,
+        show_progress: bool | None = None,
     ) -> IndexReport:
         """Index plain-text files: ``paths`` are files and folders (searched recursively), or a
         :class:`~landmark_rag.ingest.FileSet` that ``find_files`` returned; returns the report.
 
         A document's id is its path relative to the folder given (a file given directly: its
-        name), its metadata ``source`` (absolute path) and ``root``. Unchanged files are
-        skipped (the model is not even loaded when nothing changed); binary, undecodable,
+        name), its metadata ``source`` (absolute path) and ``root``. Unchanged files (same
+        text, same path) are skipped (opened with ``lazy=True``, the model is not even loaded
+        when nothing changed); binary, undecodable,
         empty and unreadable files, and files the encoder fails on, are reported as
         ``skipped`` and the run goes on. ``glob`` keeps matching files only; the store's own
         folder is never indexed. ``prune``: also delete documents whose file is gone. Ctrl-C
         ends the run with ``report.interrupted`` set; a failing store raises
         ``StoreFailedError`` (a ``StoreError``) whose ``report`` says what was done. A path
         that does not exist raises ``FileNotFoundError`` before anything is written.
+        ``show_progress``: ``None`` shows the bar once the run has taken a few seconds.
         """
         found = paths if isinstance(paths, FileSet) else find_files(
             paths, glob=glob, exclude=[self.store.local_path] if getattr(self.store, "local_path", None) else []
