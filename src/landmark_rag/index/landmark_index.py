@@ -151,9 +151,9 @@ class LandmarkIndex:
 
         ``lazy``: when the store records its model (and no ``model``/``overrides`` are
         given), load it only on first use, so that re-adding unchanged documents never
-        loads it; it is checked against the store then. ``compile_encoder``: ``torch.compile`` the
-        encoder's document windows once loaded (``LandmarkEncoder.compile``: long indexing
-        runs).
+        loads it; it is checked against the store then. ``compile_encoder``:
+        ``torch.compile`` the encoder's document windows once loaded
+        (``LandmarkEncoder.compile``: long indexing runs).
         """
         client = client if client is not None else make_client(db)
         try:

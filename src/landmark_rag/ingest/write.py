@@ -172,7 +172,9 @@ def in_groups(
         yield group
 
 
-def encode_group(group: Sequence[Pending], encoder: DocumentEncoder, errors: Errors) -> list[EncodedDocument | Exception]:
+def encode_group(
+    group: Sequence[Pending], encoder: DocumentEncoder, errors: Errors
+) -> list[EncodedDocument | Exception]:
     """The group encoded together; if that fails, one by one, so that a document the encoder
     fails on costs only itself (its entry is the exception). ``raise``: a failure propagates."""
     texts, ids = [p.doc.text for p in group], [p.doc.doc_id for p in group]
@@ -324,7 +326,8 @@ def write_documents(
     load = functools.cache(encoder)
     report = IndexReport()
     with tracked_run(report, total=total, desc=desc, show_progress=show_progress, errors=errors) as progress:
-        planned = (d if isinstance(d, FileOutcome) else plan(d, state, skip_unchanged=skip_unchanged) for d in documents)
+        planned = (d if isinstance(d, FileOutcome) else plan(d, state, skip_unchanged=skip_unchanged)
+                   for d in documents)
         for item in in_groups(planned, group_tokens):
             if isinstance(item, FileOutcome):
                 if item.status == "unchanged":
