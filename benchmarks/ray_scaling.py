@@ -5,7 +5,7 @@ same articles of data/squad-v1.1-dev-part-a.json written out as files, the same 
 landmark-minilm, the package default). Each configuration indexes into a fresh collection:
 
 - ``single``: the core path as ``landmark-rag index --db http://...`` runs it: load the
-  model, open the store, ``index_files`` (2 torch threads);
+  model, open the store, ``LandmarkIndex.add_files`` (2 torch threads);
 - ``ray-1``: ``ray_index`` with 1 worker (2 CPUs, 2 torch threads);
 - ``ray-2``: ``ray_index`` with 2 workers (1 CPU, 1 torch thread each).
 
@@ -78,8 +78,8 @@ def start_chroma(data_dir: Path) -> tuple[subprocess.Popen, str]:
 def run_single(docs: Path, url: str, collection: str, model: str | None) -> tuple[float, int, int]:
     import torch
 
+    from landmark_rag import LandmarkIndex
     from landmark_rag.encode import LandmarkEncoder
-    from landmark_rag.ingest import discover_files, index_files
     from landmark_rag.store import ChromaSentenceStore, make_client
 
     torch.set_num_threads(2)
@@ -87,7 +87,7 @@ def run_single(docs: Path, url: str, collection: str, model: str | None) -> tupl
     encoder = LandmarkEncoder.from_pretrained(model, device="cpu")
     store = ChromaSentenceStore.open(client=make_client(url), collection_name=collection,
                                      identity=encoder.config.identity())
-    report = index_files(discover_files([docs]), encoder, store, show_progress=False)
+    report = LandmarkIndex(store, encoder).add_files([docs], show_progress=False)
     return time.perf_counter() - t0, report.tokens, report.sentences
 
 

@@ -12,6 +12,7 @@ from landmark_rag.encode.omp import prefer_passive_wait
 prefer_passive_wait()  # before anything imports torch: see encode/omp.py
 
 from landmark_rag.encode import LandmarkConfig, ModelNotFoundError  # noqa: E402
+from landmark_rag.errors import LandmarkRagError  # noqa: E402
 from landmark_rag.segment import segment_sentences  # noqa: E402
 from landmark_rag.types import EncodedDocument, Hit, Passage, Sentence  # noqa: E402
 
@@ -27,6 +28,7 @@ __all__ = [
     "LandmarkConfig",
     "LandmarkEncoder",
     "LandmarkIndex",
+    "LandmarkRagError",
     "ModelNotFoundError",
     "Passage",
     "Sentence",

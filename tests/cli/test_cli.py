@@ -160,7 +160,7 @@ def test_query_html_page(indexed: Path, tmp_path: Path) -> None:
 
 def test_info(indexed: Path) -> None:
     info = json.loads(cli("info", "--db", indexed, "--json").stdout)
-    from landmark_rag.ingest import model_source
+    from landmark_rag.store import model_source
     from landmark_rag.models import default_model
 
     assert info["model"] and info["model_source"] == model_source(None, default_model())

@@ -4,7 +4,7 @@ One Ray session (``num_cpus=2``, no dashboard) and one ``chroma run`` server (lo
 serve the whole module, both stopped by their fixtures: starting Ray is the main cost. The
 corpus is the three SQuAD excerpt articles of tests/data (CC BY-SA 4.0) as files, plus a
 binary and an empty file so the skip rules are exercised too. The reference is the
-single-process core path (``index_files``) into a second collection of the same server.
+single-process core path (``LandmarkIndex.add_files``) into a second collection of the same server.
 
 Test order matters within the module (it reads like a user's session): the first run fills
 the ``ray`` collection that the re-run tests then change.
@@ -25,9 +25,12 @@ ray = pytest.importorskip("ray", reason="the ray extra is not installed")
 
 from typer.testing import CliRunner  # noqa: E402
 
+from landmark_rag import LandmarkIndex  # noqa: E402
 from landmark_rag.cli import _register, app  # noqa: E402
 from landmark_rag.distributed import RayConnectionError, StoreUnavailableError, ray_index  # noqa: E402
-from landmark_rag.ingest import discover_files, index_files  # noqa: E402
+from landmark_rag.distributed import pipeline as ray_pipeline  # noqa: E402
+from landmark_rag.distributed.worker import EncodeWorker  # noqa: E402
+from landmark_rag.ingest import discover_files  # noqa: E402
 from landmark_rag.store import ChromaSentenceStore, make_client  # noqa: E402
 from landmark_rag.store.schema import sentence_key  # noqa: E402
 from servers import free_port, running_chroma  # noqa: E402
@@ -47,9 +50,11 @@ def chroma_url(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def ray_session():
-    """A local Ray on 2 CPUs whose workers import this checkout's package."""
+    """A local Ray on 2 CPUs whose workers import this checkout's package (and the test
+    helpers, for the worker classes a test defines)."""
     old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(SRC), *([old] if old else [])])
+    tests = Path(__file__).resolve().parents[1]
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(SRC), str(tests), *([old] if old else [])])
     ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
     try:
         yield
@@ -96,10 +101,10 @@ def _outcomes(report) -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def reference(chroma_url: str, corpus: Path, minilm_landmark):
-    """The single-process core run (``index_files``) into collection ``single``."""
+    """The single-process core run (``LandmarkIndex.add_files``) into collection ``single``."""
     store = ChromaSentenceStore.open(client=make_client(chroma_url), collection_name="single",
                                      identity=minilm_landmark.config.identity())
-    report = index_files(discover_files([corpus]), minilm_landmark, store, show_progress=False)
+    report = LandmarkIndex(store, minilm_landmark).add_files([corpus], show_progress=False)
     assert report.counts() == {"indexed": 3, "updated": 0, "unchanged": 0, "skipped": 2}
     return report
 
@@ -182,14 +187,54 @@ def test_nothing_to_do_starts_no_workers(ray_session, chroma_url: str, tmp_path:
 
 
 # ---------------------------------------------------------------------------- faults
+def faulty_worker(batch: int, mode: str, marker: str) -> type[EncodeWorker]:
+    """An ``EncodeWorker`` that fails once, on its ``batch``-th batch, after writing that batch's
+    first document: ``exit`` dies as a killed process would (no cleanup, no exception),
+    ``raise`` fails the batch with a ``TimeoutError``, a transient error Ray is told to retry.
+    The ``marker`` file is created atomically when the fault fires, so exactly one fault
+    happens per run however many actors (or restarted actors) see their ``batch``-th batch.
+
+    Built in a function so that Ray ships the class by value to its workers.
+    """
+
+    class FaultyWorker(EncodeWorker):
+        batches = 0
+
+        def __call__(self, rows):
+            self.batches += 1
+            if self.batches != batch or not _claim(marker):
+                return super().__call__(rows)
+            first = rows.to_pylist()[0]
+            super().__call__({k: [v] for k, v in first.items()})  # part of the batch is written
+            if mode == "exit":
+                os._exit(1)
+            raise TimeoutError(f"injected fault on batch {self.batches}")
+
+    return FaultyWorker
+
+
+def _claim(marker: str) -> bool:
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return False
+    os.write(fd, f"{os.getpid()}\n".encode())
+    os.close(fd)
+    return True
+
+
 @pytest.mark.parametrize("mode", ["exit", pytest.param("raise", marks=pytest.mark.slow)])
 def test_worker_fault_mid_run_loses_and_duplicates_nothing(
-    ray_session, chroma_url: str, corpus: Path, reference, tmp_path: Path, mode: str
+    ray_session, chroma_url: str, corpus: Path, reference, tmp_path: Path, mode: str, monkeypatch
 ) -> None:
     """``exit``: the worker process dies (as killed); ``raise``: its batch fails with an error."""
+    import ray.data
+
     marker = tmp_path / "fault-fired"
     collection = f"fault-{mode}"
-    report = _index_on_ray(corpus, chroma_url, collection, _fault={"batch": 1, "mode": mode, "marker": str(marker)})
+    monkeypatch.setattr(ray_pipeline, "EncodeWorker", faulty_worker(1, mode, str(marker)))
+    monkeypatch.setattr(ray.data.DataContext.get_current(), "actor_task_retry_on_errors", [TimeoutError])
+    report = _index_on_ray(corpus, chroma_url, collection)
     assert marker.exists()  # the fault really fired, after the worker had written part of its batch
     assert _outcomes(report) == _outcomes(reference)
     ours, ref = _contents(chroma_url, collection), _contents(chroma_url, "single")

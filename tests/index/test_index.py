@@ -142,12 +142,12 @@ def _calls(pattern: str) -> set[str]:
 
 
 def test_each_rule_lives_in_one_place():
-    assert _calls(r"chromadb\.(PersistentClient|HttpClient|EphemeralClient)\(") == {"store/chroma.py"}
+    assert _calls(r"chromadb\.(PersistentClient|HttpClient|EphemeralClient)\(") == {"store/client.py"}
     assert _calls(r"\}:\{[\w.]*first_index\}-\{") == {"types.py"}  # the passage id
     assert _calls(r"\bmodel_strategy\(") <= {"expand/strategies.py"}
     assert _calls(r"\bmake_strategy\(") <= {"expand/strategies.py", "expand/expand.py"}
     assert _calls(r"\bcosine_rescore\(") == {"retrieve/rescore.py", "index/landmark_index.py"}
-    assert _calls(r"def store_model\(") == {"ingest/identity.py"}
+    assert _calls(r"def store_model\(") == {"store/identity.py"}
 
 
 def test_no_adapter_assembles_encoder_store_and_strategy():

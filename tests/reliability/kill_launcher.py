@@ -26,7 +26,8 @@ import sys
 
 def _install(spec: str) -> None:
     from landmark_rag.encode import LandmarkEncoder
-    from landmark_rag.store import ChromaSentenceStore
+    from landmark_rag.store.client import Collections
+    from landmark_rag.store.manifest import Manifest
 
     point, _, nth = spec.partition(":")
     target = int(nth or 1)
@@ -62,15 +63,15 @@ def _install(spec: str) -> None:
         setattr(cls, method, wrapped)
 
     before(LandmarkEncoder, "encode_documents", "encode")
-    after(ChromaSentenceStore, "_announce", "announce")
-    before(ChromaSentenceStore, "_commit", "commit")
-    after(ChromaSentenceStore, "_commit", "committed")
-    after(ChromaSentenceStore, "_delete_ids", "cleaned", when=lambda ids, *a, **k: len(ids) > 0)
+    after(Manifest, "_announce", "announce")
+    before(Manifest, "_commit", "commit")
+    after(Manifest, "_commit", "committed")
+    after(Collections, "delete_sentences", "cleaned", when=lambda ids, *a, **k: len(ids) > 0)
 
-    # sentence batches: count the upserts made on the sentence collection inside add_document
-    original_add = ChromaSentenceStore.add_document
+    # sentence batches: count the upserts a document's sentence write makes
+    original_upsert = Collections.upsert_sentences
 
-    def add_document(self, *args, **kwargs):
+    def upsert_sentences(self, *args, **kwargs):
         collection = self.collection
 
         class Counting:
@@ -84,14 +85,14 @@ def _install(spec: str) -> None:
 
         self.collection = Counting()
         try:
-            return original_add(self, *args, **kwargs)
+            return original_upsert(self, *args, **kwargs)
         finally:
             self.collection = collection
 
-    ChromaSentenceStore.add_document = add_document
+    Collections.upsert_sentences = upsert_sentences
     batch = os.environ.get("LANDMARK_RAG_TEST_BATCH")
     if batch:
-        ChromaSentenceStore._batch_size = lambda self: int(batch)
+        Collections.batch_size = lambda self: int(batch)
 
 
 def _wait_gone(pid: int) -> None:

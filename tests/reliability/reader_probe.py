@@ -51,7 +51,9 @@ def observe(store: ChromaSentenceStore) -> dict:
 def main() -> None:
     db, stop_file, new_doc = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
     if "--no-refresh" in sys.argv[4:]:
-        ChromaSentenceStore._fresh = lambda self: None
+        from landmark_rag.store.client import Collections
+
+        Collections.fresh = lambda self: None
     store = ChromaSentenceStore.open(db, "landmark", create=False)
     n, errors = 0, []
     while not stop_file.exists():

@@ -19,7 +19,7 @@ from reliability.faultkit import (
     write_corpus,
 )
 
-from landmark_rag.ingest import discover_files, index_files
+from landmark_rag import LandmarkIndex
 from landmark_rag.store import ChromaSentenceStore, StoreError, make_client
 
 
@@ -53,7 +53,7 @@ def test_failing_store_stops_the_run_and_keeps_previous_versions(tmp_path, tiny_
     folder = tmp_path / "corpus"
     write_corpus(folder, v1)
     store = ChromaSentenceStore.open(tmp_path / "db", identity=encoder.config.identity())
-    report = index_files(discover_files([folder]), encoder, store, show_progress=False)
+    report = LandmarkIndex(store, encoder).add_files([folder], show_progress=False)
     assert report.counts()["indexed"] == 5
 
     write_corpus(folder, v2)
@@ -62,7 +62,7 @@ def test_failing_store_stops_the_run_and_keeps_previous_versions(tmp_path, tiny_
         FailingCollection(store.manifest, method, n) if which == "manifest" else store.manifest,
     )
     with pytest.raises(StoreError, match="ConnectionError: injected") as info:
-        index_files(discover_files([folder]), encoder, broken, show_progress=False)
+        LandmarkIndex(broken, encoder).add_files([folder], show_progress=False)
     done = info.value.report  # what was finished before the failure is reported, not lost
     assert done.counts()["skipped"] == 0  # a store failure is never blamed on a file
     state = visible_state(store)
@@ -72,7 +72,7 @@ def test_failing_store_stops_the_run_and_keeps_previous_versions(tmp_path, tiny_
     # came after its commit (while deleting its old sentences), else v1
     assert 0 <= sum(text == v2[d] for d, text in state.items()) - len(done.with_status("updated")) <= 1
 
-    again = index_files(discover_files([folder]), encoder, store, show_progress=False)
+    again = LandmarkIndex(store, encoder).add_files([folder], show_progress=False)
     assert again.counts()["skipped"] == 0
     assert visible_state(store) == v2
     assert store.count_sentences() == sum(md["n_sentences"] for md in store.documents().values())

@@ -144,3 +144,11 @@ def test_scores_are_cosine_in_any_chroma_space(tmp_path):
         hits = store.query(q, 4)
         expected = sorted((float(v @ q) for v in a.embeddings), reverse=True)
         assert [h.score for h in hits] == pytest.approx(expected, abs=1e-4), space
+
+
+def test_is_server_url_is_the_one_test_for_a_server() -> None:
+    from landmark_rag.store import is_server_url
+
+    assert is_server_url("http://localhost:8000") and is_server_url("https://chroma.example:443")
+    assert not is_server_url("./landmark_db") and not is_server_url(":memory:") and not is_server_url(None)
+    assert not is_server_url("httpdocs/db")

@@ -9,6 +9,8 @@ different model, 130 = interrupted.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -44,13 +46,17 @@ def fail(message: str, code: int = EXIT_NOT_FOUND) -> NoReturn:
     raise typer.Exit(code)
 
 
-def is_url(db: str) -> bool:
-    return db.startswith(("http://", "https://"))
-
-
 def local_db_path(db: str) -> Path | None:
     """The store's directory when ``db`` is local (so indexing never descends into it)."""
-    return None if is_url(db) else Path(db).expanduser().resolve()
+    from landmark_rag.store.client import is_server_url
+
+    return None if is_server_url(db) else Path(db).expanduser().resolve()
+
+
+def no_store_folder(db: str) -> bool:
+    """Whether ``db`` names a local store folder that does not exist (nothing to read)."""
+    path = local_db_path(db)
+    return path is not None and not path.is_dir()
 
 
 def make_client(db: str) -> Any:
@@ -67,7 +73,7 @@ def open_existing_store(db: str, collection: str) -> ChromaSentenceStore:
     """Open a store that must already exist (query, info); never creates anything."""
     from landmark_rag.store import ChromaSentenceStore
 
-    if not is_url(db) and not Path(db).expanduser().is_dir():
+    if no_store_folder(db):
         fail(f"no store at {db}: run `landmark-rag index PATH --db {db}` first")
     client = make_client(db)
     try:
@@ -84,25 +90,43 @@ def open_index(
     device: str | None = None,
     overrides: dict[str, Any] | None = None,
     create: bool,
+    lazy: bool = False,
+    compile_model: bool = False,
 ) -> LandmarkIndex:
     """``LandmarkIndex.open`` with its errors turned into one line and an exit code.
 
     ``create=False`` (query): the store must already exist and nothing is written.
+    ``lazy``/``compile_model``: see ``LandmarkIndex.open`` (``index``).
     """
     from landmark_rag.encode import ModelNotFoundError
     from landmark_rag.index import LandmarkIndex
-    from landmark_rag.ingest.identity import ModelNotRecordedError
-    from landmark_rag.store import StoreMismatchError
 
-    if not create and not is_url(db) and not Path(db).expanduser().is_dir():
+    if not create and no_store_folder(db):
         fail(f"no store at {db}: run `landmark-rag index PATH --db {db}` first")
     client = make_client(db)
+    with model_errors(model):
+        try:
+            return LandmarkIndex.open(
+                db, collection=collection, model=model, device=device, overrides=overrides, create=create,
+                client=client, lazy=lazy, compile_encoder=compile_model,
+            )
+        except LookupError:
+            fail(f"the store at {db} has no collection {collection!r}: run `landmark-rag index` first")
+        except (ValueError, ModelNotFoundError):
+            raise  # the model's errors: model_errors
+        except Exception as exc:  # noqa: BLE001 - e.g. chromadb's InvalidArgumentError for a bad name
+            fail(f"cannot open collection {collection!r}: {exc}")
+
+
+@contextmanager
+def model_errors(model: str | None) -> Iterator[None]:
+    """Errors of choosing and loading a store's model, as one line and an exit code (a lazily
+    loaded model raises them during ``index``, when the first file needs encoding)."""
+    from landmark_rag.encode import ModelNotFoundError
+    from landmark_rag.store import ModelNotRecordedError, StoreMismatchError
+
     try:
-        return LandmarkIndex.open(
-            db, collection=collection, model=model, device=device, overrides=overrides, create=create, client=client
-        )
-    except LookupError:
-        fail(f"the store at {db} has no collection {collection!r}: run `landmark-rag index` first")
+        yield
     except ModelNotRecordedError as exc:
         fail(str(exc), 2)
     except StoreMismatchError as exc:
@@ -111,8 +135,6 @@ def open_index(
         fail(str(exc))
     except ValueError as exc:  # e.g. an invalid pooling name
         fail(f"cannot load model {model or 'for this store'!r}: {exc}", 2)
-    except Exception as exc:  # noqa: BLE001 - e.g. chromadb's InvalidArgumentError for a bad name
-        fail(f"cannot open collection {collection!r}: {exc}")
 
 
 def open_query_index(db: str, collection: str, *, model: str | None, device: str | None) -> LandmarkIndex:

@@ -32,20 +32,20 @@ def demo_command(
     from rich.text import Text
 
     from landmark_rag.cli._common import open_index
-    from landmark_rag.ingest import discover_files, index_files
+    from landmark_rag.ingest import find_files
     from landmark_rag.render import hit_segments, passage_hits, sanitize
     from landmark_rag.samples import CORPUS_NOTE, corpus_dir, sample_questions
 
     tmp = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="landmark-demo-"))
     try:
-        files = discover_files([corpus_dir()])
-        console.print(Text(f"Sample corpus: {len(files)} documents in {corpus_dir()}", style="bold"))
+        found = find_files([corpus_dir()])
+        console.print(Text(f"Sample corpus: {len(found.files)} documents in {corpus_dir()}", style="bold"))
         console.print(CORPUS_NOTE, markup=False)
         index = open_index(str(tmp), DEFAULT_COLLECTION, model=model, device=device, create=True)
-        encoder, store = index.encoder, index.store
-        report = index_files(files, encoder, store, show_progress=True)
+        store = index.store
+        report = index.add_files(found, show_progress=True)
         console.print(
-            f"indexed {report.sentences} sentences with {encoder.model_name} in {report.seconds:.1f} s "
+            f"indexed {report.sentences} sentences with {index.encoder.model_name} in {report.seconds:.1f} s "
             f"({report.tokens_per_second:,.0f} tokens/s)\n",
             markup=False,
         )

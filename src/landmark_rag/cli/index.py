@@ -15,11 +15,11 @@ from landmark_rag.cli._common import (
     DeviceOption,
     console,
     err_console,
+    export_for_queries,
     fail,
-    is_url,
     local_db_path,
     make_client,
-    export_for_queries,
+    model_errors,
     open_index,
 )
 
@@ -64,49 +64,31 @@ def index_command(
     if ray is not None or workers is not None or gpus_per_worker:
         return _index_on_ray(paths, db, ray, workers, gpus_per_worker, model=model, glob=glob, batch_size=batch_size,
                              collection=collection, pooling=pooling, prune=prune, device=device, quiet=quiet)
-    from landmark_rag.ingest import discover_files, index_files, prune_missing, recorded_model
-    from landmark_rag.store import StoreError
+    from landmark_rag.ingest import find_files
+    from landmark_rag.store import StoreError, recorded_model
 
     db_dir = local_db_path(db)
-    unusable: list = []
     try:
-        files = discover_files(paths, glob=glob, exclude=[db_dir] if db_dir else [], skipped=unusable)
+        found = find_files(paths, glob=glob, exclude=[db_dir] if db_dir else [])
     except OSError as exc:  # missing path, link loop, FIFO given directly
         fail(str(exc))
-    overrides = {"pooling": pooling} if pooling else None
-    store = _existing_store(db, collection) if model is None and overrides is None else None
-    if store is not None:
-        # The store's own model, so nothing can mismatch: the model (seconds of torch,
-        # transformers and weights) is loaded only once a file turns out to need encoding,
-        # and a re-run over unchanged files never loads it (index_files compares hashes first).
-        source = recorded_model(store)[0]
-        name = store.identity().get("model_name") or source
-
-        loaded: list = []
-
-        def encoder():
-            loaded.append(open_index(db, collection, device=device, create=True).encoder)
-            if compile_model:
-                loaded[-1].compile()
-            return loaded[-1]
-    else:
-        index = open_index(db, collection, model=model, device=device, overrides=overrides, create=True)
-        index.record_identity()  # a writer marks the collection with its model before writing
-        encoder, store = index.encoder, index.store
-        if compile_model:
-            encoder.compile()
-        source, name = recorded_model(store)[0], index.encoder.model_name
-        loaded = [encoder]
+    # lazy: with the store's own model nothing can mismatch, so the model (seconds of torch,
+    # transformers and weights) is loaded only once a file turns out to need encoding, and a
+    # re-run over unchanged files never loads it
+    index = open_index(db, collection, model=model, device=device, overrides={"pooling": pooling} if pooling else None,
+                       create=True, lazy=True, compile_model=compile_model)
+    index.record_identity()  # a writer marks the collection with its model before writing
     if not quiet:
-        err_console.print(f"model {name} ({source}), {len(files)} files, store {db} [{collection}]", markup=False)
+        source = recorded_model(index.store)[0]
+        loaded = index.loaded_encoder
+        name = loaded.model_name if loaded is not None else index.store.identity().get("model_name") or source
+        err_console.print(f"model {name} ({source}), {len(found.files)} files, store {db} [{collection}]", markup=False)
     try:
-        report = index_files(files, encoder, store, batch_size=batch_size, show_progress=not quiet, skipped=unusable)
-        if prune and not report.interrupted:
-            roots = {f.root for f in files} | {Path(p).expanduser().resolve() for p in paths if Path(p).is_dir()}
-            report.pruned = prune_missing(store, roots)
-        if loaded and not report.interrupted:
-            export_for_queries(loaded[0])  # the model is loaded now: later cold queries skip torch
-        _finish(report, store)
+        with model_errors(model):
+            report = index.add_files(found, prune=prune, batch_size=batch_size, show_progress=not quiet)
+        if index.loaded_encoder is not None and not report.interrupted:
+            export_for_queries(index.loaded_encoder)  # the model is loaded now: later cold queries skip torch
+        _finish(report, index.store)
     except StoreError as exc:
         _store_failed(exc)
 
@@ -121,20 +103,6 @@ def _finish(report, store) -> None:
             markup=False,
         )
         raise typer.Exit(EXIT_INTERRUPTED)
-
-
-def _existing_store(db: str, collection: str):
-    """The store when it already exists with a recorded model, else ``None`` (nothing is created)."""
-    from landmark_rag.ingest import recorded_model
-    from landmark_rag.store import ChromaSentenceStore
-
-    if not is_url(db) and not Path(db).expanduser().is_dir():
-        return None
-    try:
-        store = ChromaSentenceStore.open(collection_name=collection, client=make_client(db), create=False)
-    except LookupError:
-        return None
-    return store if store.identity() and recorded_model(store)[0] else None
 
 
 def _summary(report, total_sentences: int, total_docs: int) -> None:
@@ -168,7 +136,7 @@ def _index_on_ray(paths, db, address, workers, gpus_per_worker, *, model, glob, 
         from landmark_rag.distributed import RayConnectionError, StoreUnavailableError, ray_index
     except ImportError as exc:
         fail(f"--ray needs the ray extra: pip install 'landmark-rag[ray]' ({exc})")
-    from landmark_rag.cli._common import EXIT_MISMATCH, make_client
+    from landmark_rag.cli._common import EXIT_MISMATCH
     from landmark_rag.encode import ModelNotFoundError
     from landmark_rag.store import ChromaSentenceStore, StoreError, StoreMismatchError
 
@@ -193,8 +161,9 @@ def _index_on_ray(paths, db, address, workers, gpus_per_worker, *, model, glob, 
 def _store_failed(exc: Exception) -> NoReturn:
     """One line for a store failure mid-run (local or ``--ray``): how much was written, and that
     every other document keeps its previous version, so re-running the command is safe."""
-    done = getattr(exc, "report", None)
-    written = len(done.with_status("indexed", "updated")) if done is not None else 0
+    from landmark_rag.ingest import StoreFailedError
+
+    written = len(exc.report.with_status("indexed", "updated")) if isinstance(exc, StoreFailedError) else 0
     fail(
         f"{exc}. {written} document(s) were written before the failure; every other document keeps its "
         "previous version. Run the same command again when the store is reachable."

@@ -8,7 +8,7 @@ import sys
 import typer
 
 from landmark_rag.cli import app
-from landmark_rag.cli._common import CollectionOption, DbOption, console, is_url, open_existing_store
+from landmark_rag.cli._common import CollectionOption, DbOption, console, local_db_path, open_existing_store
 
 
 @app.command("info")
@@ -21,10 +21,8 @@ def info_command(
 
     Reads only the store's records (the model is not loaded), so it is instant.
     """
-    from pathlib import Path
-
     from landmark_rag.encode.loading import cache_dir
-    from landmark_rag.ingest import recorded_dim, recorded_model
+    from landmark_rag.store import recorded_dim, recorded_model
 
     store = open_existing_store(db, collection)
     source, _ = recorded_model(store)
@@ -32,7 +30,7 @@ def info_command(
     complete = len(store.documents())
     everything = len(store.documents(include_incomplete=True))
     info = {
-        "store": db if is_url(db) else str(Path(db).expanduser().resolve()),
+        "store": str(local_db_path(db) or db),
         "collection": collection,
         "model": identity.get("model_name"),
         "model_source": source,

@@ -12,11 +12,13 @@ import os
 import socket
 from typing import Any
 
+from landmark_rag.errors import LandmarkRagError
+
 #: Seconds to wait for a remote Ray address to accept a TCP connection.
 CONNECT_TIMEOUT_S = 5.0
 
 
-class RayConnectionError(ConnectionError):
+class RayConnectionError(LandmarkRagError, ConnectionError):
     """No Ray cluster could be reached (or started) at the requested address."""
 
 

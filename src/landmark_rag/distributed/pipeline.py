@@ -1,21 +1,22 @@
 """``ray_index``: the ``landmark-rag index`` pipeline on a Ray cluster, through Ray Data.
 
 The driver does what needs one global view and is cheap: it checks the store is reachable,
-discovers files (same ids, same duplicate-id rule as the core), settles the model against
-the store's recorded identity, reads the manifest **once**, and writes the summary. The
-work - decoding, the content-hash skip, encoding, writing - runs in ``map_batches`` over an
-actor pool of :class:`~landmark_rag.distributed.worker.EncodeWorker` (one model per actor).
+finds the files (the core's ``find_files``, ids and duplicate rule), settles the model
+against the store's recorded identity, reads the manifest **once** (``StoreState``), and
+records the outcomes as the core does (``tracked_run``). The work - decoding, the skip rule,
+encoding, writing: the core's ``write_documents`` - runs in ``map_batches`` over an actor
+pool of :class:`~landmark_rag.distributed.worker.EncodeWorker` (one model per actor).
 
-Exactly-once without coordination: sentence ids are deterministic (``doc_id:index``) and the
-store replaces a document under the manifest protocol (``writing -> sentences ->
-complete``), so a batch that Ray retries after a worker died is written again, not added
-again; a half-written document stays hidden from queries until some attempt completes it.
-A run that is interrupted altogether leaves those documents without a complete hash, so the
-next run picks up exactly them.
+Exactly-once without coordination: a document's write goes through the manifest protocol
+(announce, sentences under a fresh version, commit, clean), so a batch that Ray retries
+after a worker died is written again, never added twice; a half-written document stays
+hidden from queries until some attempt completes it. A run that is interrupted altogether
+leaves those documents without a complete version, so the next run picks up exactly them.
 
 Stores: a Chroma **server** (``http://HOST:PORT``) is written by every actor in parallel. A
-local **folder** works too, but SQLite has one writer, so the actors send their vectors to
-the driver, which writes them; use a server for real scale-out.
+local **folder** works too, but SQLite has one writer, so the actors send what they encoded
+to the driver, which writes it (``store_outcome``) and finishes documents left dirty
+(``finish_unchanged``); use a server for real scale-out.
 """
 
 from __future__ import annotations
@@ -23,44 +24,52 @@ from __future__ import annotations
 import logging
 import math
 import os
+import pickle
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tqdm.auto import tqdm
-
 from landmark_rag.distributed.cluster import cluster_resources, connect
-from landmark_rag.distributed.worker import EncodeWorker, InjectedFault, load_identity
+from landmark_rag.distributed.worker import EncodeWorker, load_identity
+from landmark_rag.errors import LandmarkRagError
 from landmark_rag.ingest import (
+    GROUP_TOKENS,
     FileOutcome,
+    FileSet,
     IndexReport,
-    SourceFile,
-    discover_files,
-    duplicate_ids,
-    manifest_state,
-    model_source,
+    StoreState,
+    find_files,
+    finish_unchanged,
     prune_missing,
+    readable_files,
+    store_outcome,
+)
+from landmark_rag.ingest.write import tracked_run
+from landmark_rag.store import (
+    DEFAULT_COLLECTION,
+    ChromaSentenceStore,
+    StoreError,
+    is_server_url,
+    make_client,
     record_model,
     recorded_dim,
+    store_model,
 )
-from landmark_rag.ingest.identity import store_model
-from landmark_rag.store import DEFAULT_COLLECTION, ChromaSentenceStore, StoreError, make_client
 
 if TYPE_CHECKING:
     import ray.data
 
-#: Default token budget of one encoding group inside a worker (~16k tokens, like the core).
-BATCH_TOKENS = 16_384
-#: Characters per token used to turn the token budget into the core's character budget.
-CHARS_PER_TOKEN = 4
+#: Default token budget of one encoding group inside a worker (the core's).
+BATCH_TOKENS = GROUP_TOKENS
 #: Most documents handed to a worker at once (Ray Data batch); smaller for small inputs so
 #: that every worker gets work and a retried batch is cheap.
 MAX_ROWS_PER_BATCH = 64
 
 
-class StoreUnavailableError(ConnectionError):
+class StoreUnavailableError(LandmarkRagError, ConnectionError):
     """The Chroma server (or folder) given as ``db`` cannot be opened."""
 
 
@@ -83,7 +92,6 @@ def ray_index(
     max_retries: int = 3,
     runtime_env: dict[str, Any] | None = None,
     show_progress: bool = True,
-    _fault: dict[str, Any] | None = None,
 ) -> IndexReport:
     """Index ``sources`` into ``db`` on Ray; the result equals ``landmark-rag index``'s.
 
@@ -99,30 +107,21 @@ def ray_index(
     threads). ``batch_tokens``: approximate tokens encoded together by a worker.
     ``batch_size``: encoder windows per forward pass. ``ray_address``: see
     :func:`~landmark_rag.distributed.cluster.connect`. ``max_retries``: restarts of a dead
-    worker and retries of its batch before the run fails. ``_fault``: test hook
-    (:meth:`EncodeWorker._maybe_fail`).
+    worker and retries of its batch before the run fails.
 
-    A ``KeyboardInterrupt`` ends the run with ``report.interrupted`` set, as in the core.
+    A ``KeyboardInterrupt`` ends the run with ``report.interrupted`` set, and a failing store
+    raises ``StoreFailedError`` with the report, as in the core.
     """
-    import ray
     import ray.data
 
     t_start = time.perf_counter()
     db = os.fspath(db)
-    is_server = db.startswith(("http://", "https://"))
     client = _open_client(db)
-
-    files: list[SourceFile] = []
-    duplicates: dict[int, FileOutcome] = {}
+    found: FileSet | None = None
     if isinstance(sources, ray.data.Dataset):
-        dataset: ray.data.Dataset | None = sources
-        _check_dataset(dataset)  # before anything is created in the store
+        _check_dataset(sources)  # before anything is created in the store
     else:
-        dataset = None
-        local_db = None if is_server else [Path(db).expanduser().resolve()]
-        files = discover_files(sources, glob=glob, exclude=local_db or [])
-        duplicates = duplicate_ids(files)
-
+        found = find_files(sources, glob=glob, exclude=[] if is_server_url(db) else [Path(db).expanduser().resolve()])
     try:
         existing = ChromaSentenceStore.open(collection_name=collection, client=client, create=False)
     except LookupError:
@@ -130,39 +129,100 @@ def ray_index(
     source, config = store_model(existing, model, overrides)  # the core's one rule for the store's model
 
     connect(ray_address, runtime_env=runtime_env)
-    resources = cluster_resources()
-    workers, cpus_per_worker = _sizing(workers, gpus_per_worker, cpus_per_worker, resources)
+    workers, cpus_per_worker = _sizing(workers, gpus_per_worker, cpus_per_worker, cluster_resources())
     remote_args = {"num_cpus": cpus_per_worker, "num_gpus": gpus_per_worker or 0}
-
-    recorded = existing.identity() if existing is not None and model is None and not overrides else {}
-    dim = recorded_dim(existing) if recorded else None
-    if recorded and dim:
-        identity = recorded  # the store's own model: workers check what they load against it
-    else:
-        # computed where workers run (the driver may have no GPU, or not the memory for the
-        # model); the store refuses another model before anything is written
-        identity, dim, _name = ray.get(ray.remote(**remote_args)(load_identity).remote(source, config, device))
+    own_model = existing is not None and model is None and not overrides
+    identity, dim = _identity(existing if own_model else None, source, config, device, remote_args)
     store = ChromaSentenceStore.open(collection_name=collection, client=client, identity=identity, create=True)
     record_model(store, source, dim)
 
-    rows: list[dict[str, str]] = []
-    if dataset is not None:
-        total = None
-    else:
-        rows = [{"doc_id": f.doc_id, "path": str(f.path), "root": str(f.root)}
-                for i, f in enumerate(files) if i not in duplicates]
-        total = len(files)
-    records = store.documents(include_incomplete=True)  # read once; every worker gets the same snapshot
-    manifest = ray.put(manifest_state(store, records))
-    # documents an earlier run left dirty (stopped after their commit, before their cleanup):
-    # finished here when they come back unchanged, as the core path does (a changed one is
-    # finished by its own new write)
-    dirty = {doc_id for doc_id, md in records.items() if md.get("dirty")}
+    worker_kwargs = {
+        "model": source, "overrides": config, "identity": identity, "db": db if is_server_url(db) else None,
+        "collection": collection, "device": device, "threads": max(1, int(cpus_per_worker)),
+        "batch_size": batch_size, "group_tokens": batch_tokens,
+    }
+    report = _run(store, sources if found is None else found, worker_kwargs, remote_args, workers, max_retries,
+                  show_progress)
+    report.seconds = time.perf_counter() - t_start
+    if prune and not report.interrupted and found is not None and found.files:
+        report.pruned = prune_missing(store, found.roots)
+    return report
 
-    report = IndexReport(outcomes=list(duplicates.values()))
-    bar = tqdm(total=total, desc=f"indexing on ray ({workers} workers)", unit="doc", disable=not show_progress,
-               dynamic_ncols=True, initial=len(duplicates))
-    done = len(duplicates)
+
+def _identity(
+    existing: ChromaSentenceStore | None, source: str, config: dict[str, Any], device: str | None,
+    remote_args: dict[str, Any],
+) -> tuple[dict[str, Any], int]:
+    """The identity and dimension of the model the workers will load: the store's own, as
+    recorded (``existing``: a store whose own model is used), else as a worker loads it."""
+    import ray
+
+    recorded = existing.identity() if existing is not None else {}
+    dim = recorded_dim(existing) if recorded else None
+    if recorded and dim:
+        return recorded, dim  # workers check what they load against it
+    # computed where workers run (the driver may have no GPU, or not the memory for the
+    # model); the store refuses another model before anything is written
+    identity, dim, _name = ray.get(ray.remote(**remote_args)(load_identity).remote(source, config, device))
+    return identity, dim
+
+
+def _run(
+    store: ChromaSentenceStore, inputs: FileSet | ray.data.Dataset, worker_kwargs: dict[str, Any],
+    remote_args: dict[str, Any], workers: int, max_retries: int, show_progress: bool,
+) -> IndexReport:
+    """The actor-pool stage and the driver's side of it: every outcome row is settled
+    (:func:`_settle`) and recorded as the core records its own."""
+    import ray
+    import ray.data
+
+    state = StoreState.read(store)  # read once; every worker gets the same snapshot
+    worker_kwargs = {**worker_kwargs, "manifest": [ray.put(state)]}
+    report = IndexReport()
+    total = len(inputs.files) + len(inputs.skipped) if isinstance(inputs, FileSet) else None
+    with _quiet_ray_data(), tracked_run(report, total=total, desc=f"indexing on ray ({workers} workers)",
+                                       show_progress=show_progress, errors="report") as progress:
+        dataset, per_batch = inputs, MAX_ROWS_PER_BATCH
+        if isinstance(inputs, FileSet):
+            files, skipped = readable_files(inputs)
+            for outcome in skipped:
+                progress.add(outcome)
+            rows = [{"doc_id": f.doc_id, "path": str(f.path), "root": str(f.root)} for f in files]
+            per_batch = min(MAX_ROWS_PER_BATCH, math.ceil(len(rows) / (2 * workers))) if rows else 1
+            dataset = ray.data.from_items(rows, override_num_blocks=math.ceil(len(rows) / per_batch)) if rows else None
+        if dataset is None:  # no files (or only duplicates): no actors are started
+            return report
+        out = _map(dataset, remote_args, max_retries, per_batch, workers, worker_kwargs)
+        try:
+            for batch in out.iter_batches(batch_format="pyarrow", batch_size=None):
+                for row in batch.to_pylist():
+                    progress.add(_settle(store, state, row, worker_kwargs["db"] is None))
+        except Exception as exc:
+            # a store failure inside a worker arrives wrapped by Ray: stop as the core does
+            cause = _store_failure(exc)
+            if cause is None or cause is exc:
+                raise
+            raise StoreError(str(cause)) from exc
+    return report
+
+
+def _settle(store: ChromaSentenceStore, state: StoreState, row: dict[str, Any], driver_writes: bool) -> FileOutcome:
+    """A worker's outcome row, finished on the driver where the driver is the one writer:
+    the document the worker encoded is written, an unchanged one left dirty is finished."""
+    outcome = FileOutcome(row["doc_id"], row["source"], row["status"], row["reason"] or None,
+                          int(row["sentences"]), int(row["tokens"]))
+    if row.get("payload") is not None:
+        return store_outcome(store, pickle.loads(row["payload"]), outcome)
+    if driver_writes and outcome.status == "unchanged":
+        finish_unchanged(store, state, outcome.doc_id)
+    return outcome
+
+
+@contextmanager
+def _quiet_ray_data() -> Iterator[None]:
+    """Ray Data's settings for the run (:data:`_CONTEXT`) and quiet logs, restored afterwards."""
+    import ray.data
+
     ctx = ray.data.DataContext.get_current()
     saved = {k: getattr(ctx, k) for k in _CONTEXT}
     data_log = logging.getLogger("ray.data")
@@ -173,73 +233,24 @@ def ray_index(
             setattr(ctx, key, value)
         data_log.setLevel(logging.WARNING)  # our bar replaces Ray Data's per-run INFO lines
         notice_log.addFilter(_quiet_progress_notice)
-        out = None
-        if dataset is None and rows:
-            per_batch = min(MAX_ROWS_PER_BATCH, math.ceil(len(rows) / (2 * workers)))
-            dataset = ray.data.from_items(rows, override_num_blocks=math.ceil(len(rows) / per_batch))
-        else:
-            per_batch = MAX_ROWS_PER_BATCH
-        if dataset is not None:  # None: no files (or only duplicates), so no actors are started
-            with warnings.catch_warnings():
-                # Ray 2.60 deprecates passing max_restarts/max_task_retries this way but names
-                # no replacement; they are what bounds the retries of a dying worker.
-                warnings.simplefilter("ignore", DeprecationWarning)
-                out = _map(dataset, remote_args, max_retries, per_batch, workers, {
-                    "model": source, "overrides": config, "identity": identity,
-                    "db": db if is_server else None, "collection": collection, "manifest": [manifest],
-                    "device": device, "threads": max(1, int(cpus_per_worker)), "batch_size": batch_size,
-                    "group_chars": batch_tokens * CHARS_PER_TOKEN, "fault": _fault,
-                })
-        t0 = time.perf_counter()
-        batches = out.iter_batches(batch_format="pyarrow", batch_size=None) if out is not None else ()
-        for batch in batches:
-            for row in batch.to_pylist():
-                outcome = FileOutcome(row["doc_id"], row["source"], row["status"], row["reason"] or None,
-                                      int(row["sentences"]), int(row["tokens"]))
-                if row.get("payload") is not None:
-                    outcome = _write_on_driver(store, row["payload"], outcome)
-                elif outcome.status == "unchanged" and outcome.doc_id in dirty:
-                    store.clean_document(outcome.doc_id)
-                report.outcomes.append(outcome)
-                done += 1
-                bar.update(1)
-            elapsed = time.perf_counter() - t0
-            bar.set_postfix_str(f"{report.tokens / max(elapsed, 1e-9):,.0f} tok/s", refresh=False)
-    except KeyboardInterrupt:
-        report.interrupted = True
-        report.not_reached = (total - done) if total is not None else 0
-    except Exception as exc:
-        # a store failure (on the driver, or inside a worker, where Ray wraps it) stops the run
-        # like the core's does: every unfinished document keeps its previous version
-        cause = _store_failure(exc)
-        if cause is None:
-            raise
-        report.not_reached = (total - done) if total is not None else 0
-        error = cause if cause is exc else StoreError(str(cause))
-        error.report = report  # type: ignore[attr-defined]  # what was done before the store failed
-        if error is exc:
-            raise
-        raise error from exc
+        with warnings.catch_warnings():
+            # Ray 2.60 deprecates passing max_restarts/max_task_retries this way but names
+            # no replacement; they are what bounds the retries of a dying worker.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            yield
     finally:
         for key, value in saved.items():
             setattr(ctx, key, value)
         data_log.setLevel(saved_level)
         notice_log.removeFilter(_quiet_progress_notice)
-        bar.close()
-    report.seconds = time.perf_counter() - t_start
-    if prune and not report.interrupted and files:
-        roots = {f.root for f in files} | {Path(p).expanduser().resolve() for p in sources if Path(p).is_dir()}
-        report.pruned = prune_missing(store, roots)
-    return report
 
 
 #: Ray Data settings for the run (restored afterwards): our own progress bar instead of
-#: Ray's per-operator ones, quiet start, and the fault hook's error retried like a crash.
+#: Ray's per-operator ones, and a quiet start.
 _CONTEXT: dict[str, Any] = {
     "enable_progress_bars": False,
     "print_on_execution_start": False,
     "enable_auto_log_stats": False,
-    "actor_task_retry_on_errors": [InjectedFault],
 }
 
 
@@ -306,20 +317,6 @@ def _check_dataset(dataset: ray.data.Dataset) -> None:
     repeated = ids[ids.duplicated()].unique().tolist()
     if repeated:
         raise ValueError(f"doc_id must be unique; repeated: {repeated[:5]}{' ...' if len(repeated) > 5 else ''}")
-
-
-def _write_on_driver(store: ChromaSentenceStore, payload: bytes, outcome: FileOutcome) -> FileOutcome:
-    """Write a document a worker encoded (local folder store: the driver is the one writer)."""
-    import pickle
-
-    encoded, metadata, doc_hash = pickle.loads(payload)
-    try:
-        store.add_document(encoded, metadata=metadata, doc_hash=doc_hash)
-    except StoreError:
-        raise  # the store failed, not this document: the run stops (ray_index)
-    except Exception as exc:  # noqa: BLE001 - reported like the core does, the run goes on
-        return FileOutcome(outcome.doc_id, outcome.source, "skipped", f"failed to store: {type(exc).__name__}: {exc}")
-    return outcome
 
 
 def _store_failure(exc: BaseException) -> StoreError | None:

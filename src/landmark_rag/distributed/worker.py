@@ -1,46 +1,46 @@
 """The Ray actor of the pipeline: one loaded encoder, fed batches of documents.
 
-Each actor loads the model once (its constructor) and then handles batches of rows handed
-out by Ray Data. A row is either a document (``doc_id``, ``text`` and any metadata columns)
-or, without a ``text`` column, a file the driver discovered (``doc_id``, ``path``, ``root``). Everything a row goes through is the core
-path of ``landmark-rag index``: :func:`~landmark_rag.ingest.prepare_file` /
-:func:`~landmark_rag.ingest.prepare_text` (decode, skip rules, content-hash skip against the
-manifest snapshot the driver read once), :func:`~landmark_rag.ingest.in_groups` (token
-budget) and :func:`~landmark_rag.ingest.encode_and_store` (encode, then the store's
-``writing -> sentences -> complete`` manifest protocol). So a retried batch is harmless: a
-document is re-written under the same deterministic sentence ids, never added twice.
+Each actor loads the model once, on first need, and then handles batches of rows handed out
+by Ray Data. A row is either a document (``doc_id``, ``text`` and any metadata columns) or,
+without a ``text`` column, a file the driver discovered (``doc_id``, ``path``, ``root``).
+Every row goes through the core's one write path (``ingest/write.py``,
+:func:`~landmark_rag.ingest.write_documents`): the skip rule against the manifest snapshot
+the driver read once, the token budget per group, encoding, and the store's manifest
+protocol. So a retried batch is harmless: a document is written again under a new version
+that replaces the previous one, never added twice.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
-from pathlib import Path
 from typing import Any
 
-#: Columns of a document row that are not stored as metadata (all others are).
-ROW_KEYS = ("doc_id", "text")
 #: Columns every output row has (one row per input document).
 OUTCOME_KEYS = ("doc_id", "source", "status", "reason", "sentences", "tokens", "payload")
-
-
-class InjectedFault(RuntimeError):
-    """Raised by the fault-injection hook (tests); Ray Data retries it like a transient error."""
 
 
 class DeferredStore:
     """Stands in for the store when the driver is the only writer (a local folder store).
 
-    ``encode_and_store`` calls ``add_document`` as usual; the encoded document travels back to
-    the driver, which writes it through the real store.
+    The write path stores a document through ``add_document`` as usual; what it would have
+    written travels back to the driver, which writes it through the real store (and finishes
+    the documents an interrupted run left dirty).
     """
 
     def __init__(self) -> None:
         self.payloads: dict[str, bytes] = {}
 
     def add_document(self, encoded: Any, *, metadata: dict[str, Any] | None = None, doc_hash: str | None = None) -> int:
-        self.payloads[encoded.doc_id] = pickle.dumps((encoded, metadata, doc_hash), protocol=pickle.HIGHEST_PROTOCOL)
+        from landmark_rag.ingest import StoredDocument
+        from landmark_rag.store import content_hash
+
+        stored = StoredDocument(encoded, dict(metadata or {}), doc_hash or content_hash(encoded.text))
+        self.payloads[encoded.doc_id] = pickle.dumps(stored, protocol=pickle.HIGHEST_PROTOCOL)
         return len(encoded.sentences)
+
+    def clean_document(self, doc_id: str) -> int:
+        return 0  # the driver finishes it: it holds the store
 
 
 class EncodeWorker:
@@ -58,28 +58,25 @@ class EncodeWorker:
         device: str | None = None,
         threads: int = 1,
         batch_size: int = 16,
-        group_chars: int,
-        fault: dict[str, Any] | None = None,
+        group_tokens: int,
     ) -> None:
         import ray
 
         from landmark_rag.store import ChromaSentenceStore, make_client
 
-        self.model, self.overrides, self.identity = model, dict(overrides), _scalars(dict(identity))
+        self.model, self.overrides, self.identity = model, dict(overrides), dict(identity)
         self.device, self.threads = device, max(1, int(threads))
         self._loaded: Any = None
         (snapshot,) = manifest
-        self.complete, self.known = ray.get(snapshot) if isinstance(snapshot, ray.ObjectRef) else snapshot
+        self.state = ray.get(snapshot) if isinstance(snapshot, ray.ObjectRef) else snapshot
         # a server store: every actor writes (Chroma serialises per record); a local folder:
         # the driver writes (one writer), the actor hands back what it encoded
-        self.store = (
-            ChromaSentenceStore.open(client=make_client(db), collection_name=collection, create=False)
-            if db is not None else DeferredStore()
+        self.deferred = DeferredStore() if db is None else None
+        self.store: Any = self.deferred or ChromaSentenceStore.open(
+            client=make_client(db), collection_name=collection, create=False
         )
         self.batch_size = batch_size
-        self.group_chars = group_chars
-        self.fault = fault
-        self.batches = 0
+        self.group_tokens = group_tokens
 
     @property
     def encoder(self) -> Any:
@@ -89,13 +86,14 @@ class EncodeWorker:
             import torch
 
             from landmark_rag.encode.cache import load_encoder
+            from landmark_rag.store.identity import identity_diff, scalar
 
             # Ray sets OMP_NUM_THREADS from num_cpus; torch's intra-op pool is sized here so
             # that N actors on one machine share its cores instead of each taking all of them.
             torch.set_num_threads(self.threads)
             encoder = load_encoder(self.model, device=self.device, **self.overrides)
-            got = _scalars(dict(encoder.config.identity()))
-            diff = {k: (self.identity.get(k), v) for k, v in got.items() if self.identity.get(k) != v}
+            got = {k: scalar(v) for k, v in encoder.config.identity().items()}
+            diff = identity_diff({k: scalar(v) for k, v in self.identity.items()}, got)
             if diff:
                 raise RuntimeError(
                     f"worker on {os.uname().nodename} loaded {self.model!r} with another set-up than the store's "
@@ -105,70 +103,20 @@ class EncodeWorker:
         return self._loaded
 
     def __call__(self, batch: Any) -> dict[str, list[Any]]:
-        from landmark_rag.ingest import (
-            BadFileError,
-            FileOutcome,
-            SourceFile,
-            encode_and_store,
-            in_groups,
-            prepare_file,
-            prepare_text,
-        )
+        from landmark_rag.ingest import DocumentEncoder, row_document, write_documents
 
         rows = batch.to_pylist() if hasattr(batch, "to_pylist") else _rows(batch)
-        self.batches += 1
-
-        def prepared():
-            for row in rows:
-                doc_id = str(row["doc_id"])
-                if "text" not in row:  # a file row made by the driver
-                    yield prepare_file(SourceFile(Path(row["path"]), Path(row["root"]), doc_id), self.complete,
-                                       self.known)
-                else:
-                    metadata = {k: v for k, v in row.items() if k not in ROW_KEYS and v is not None}
-                    source = str(row.get("source") or doc_id)
-                    try:
-                        text = _text(row.get("text"))
-                    except BadFileError as exc:
-                        yield FileOutcome(doc_id, source, "skipped", exc.reason)
-                        continue
-                    yield prepare_text(doc_id, source, text, metadata, self.complete, self.known)
-
+        report = write_documents(
+            self.store, (row_document(row) for row in rows), lambda: DocumentEncoder.of(self.encoder, self.batch_size),
+            state=self.state, show_progress=False, group_tokens=self.group_tokens,
+        )
         out: dict[str, list[Any]] = {k: [] for k in OUTCOME_KEYS}
-        wrote_groups = 0
-        for item in in_groups(prepared(), self.group_chars):
-            outcomes = [item] if isinstance(item, FileOutcome) else [
-                o for _, o in encode_and_store(item, self.encoder, self.store, self.batch_size)
-            ]
-            for o in outcomes:
-                payload = self.store.payloads.pop(o.doc_id, None) if isinstance(self.store, DeferredStore) else None
-                for key, value in zip(OUTCOME_KEYS, (o.doc_id, o.source, o.status, o.reason or "", o.sentences,
-                                                     o.tokens, payload), strict=True):
-                    out[key].append(value)
-            if not isinstance(item, FileOutcome):
-                wrote_groups += 1
-                if wrote_groups == 1:
-                    self._maybe_fail()  # part of the batch is written, the rest is not
+        for o in report.outcomes:
+            payload = self.deferred.payloads.pop(o.doc_id, None) if self.deferred is not None else None
+            for key, value in zip(OUTCOME_KEYS, (o.doc_id, o.source, o.status, o.reason or "", o.sentences,
+                                                 o.tokens, payload), strict=True):
+                out[key].append(value)
         return out
-
-    def _maybe_fail(self) -> None:
-        """Test hook: die (``exit``) or raise (``raise``) once, on this actor's Nth batch.
-
-        ``fault = {"batch": N, "mode": "exit" | "raise", "marker": PATH}``; the marker file is
-        created atomically when the fault fires, so exactly one fault happens per run however
-        many actors (or restarted actors) see their Nth batch.
-        """
-        if not self.fault or self.batches != int(self.fault["batch"]):
-            return
-        try:
-            fd = os.open(self.fault["marker"], os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            return
-        os.write(fd, f"{os.getpid()}\n".encode())
-        os.close(fd)
-        if self.fault.get("mode") == "exit":
-            os._exit(1)  # as a killed worker: no cleanup, no exception
-        raise InjectedFault(f"injected fault on batch {self.batches}")
 
 
 def load_identity(model: str, overrides: dict[str, Any], device: str | None) -> tuple[dict[str, Any], int, str]:
@@ -188,22 +136,3 @@ def _rows(batch: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") and getattr(value, "ndim", 1) == 0 else value
-
-
-def _text(value: Any) -> str:
-    """A row's text; bytes are decoded by the core's rules, anything else is a bad document."""
-    from landmark_rag.ingest import BadFileError, decode_bytes
-
-    if isinstance(value, bytes):
-        return decode_bytes(value)
-    if value is None:
-        raise BadFileError("empty document (no text)")
-    if not isinstance(value, str):
-        raise BadFileError(f"text is {type(value).__name__}, not str")
-    return value
-
-
-def _scalars(identity: dict[str, Any]) -> dict[str, Any]:
-    from landmark_rag.store.chroma import _scalar
-
-    return {k: _scalar(v) for k, v in identity.items()}

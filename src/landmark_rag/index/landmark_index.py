@@ -1,10 +1,11 @@
 """``LandmarkIndex``: add documents, search passages, expand and re-score hits.
 
-The pieces it wires are the pipeline's own (``encode``, ``store``, ``retrieve``,
-``expand``); what lives here is only the wiring that every adapter used to repeat: which
-encoder goes with a store (``ingest.identity.encoder_for_store``), which expansion a search
-uses (``expand.choose_strategy``), recording and checking the model identity, skipping
-unchanged documents, and turning a query into exactly ``k`` exact passages.
+The pieces it wires are the pipeline's own (``encode``, ``store``, ``ingest``,
+``retrieve``, ``expand``); what lives here is only the wiring that every adapter used to
+repeat: which encoder goes with a store (``store.identity.store_model``), which expansion a
+search uses (``expand.choose_strategy``), recording and checking the model identity, writing
+through the one write path (``ingest/write.py``), and turning a query into exactly ``k``
+exact passages.
 
 Search is two stages: :meth:`LandmarkIndex.hits` produces scored sentence hits for a query
 in one of three modes (``dense``: the landmark vectors; ``lexical``: BM25 over the same
@@ -17,15 +18,26 @@ same way for every mode.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from landmark_rag.expand import Strategy, choose_strategy, expand_hits
 from landmark_rag.expand.strategies import StrategyName
-from landmark_rag.progress import bar_options
+from landmark_rag.ingest import (
+    DocumentEncoder,
+    FileSet,
+    IndexReport,
+    SourceDocument,
+    file_documents,
+    find_files,
+    prune_missing,
+    store_document,
+    stored_form,
+    text_documents,
+    write_documents,
+)
 from landmark_rag.retrieve import collect_passages, cosine_rescore, unit_vector
 from landmark_rag.retrieve.fusion import FusionConfig, Mode, check_mode, model_fusion
 from landmark_rag.retrieve.hybrid import mode_hits
@@ -33,19 +45,13 @@ from landmark_rag.store import (
     DEFAULT_COLLECTION,
     DEFAULT_DB,
     ChromaSentenceStore,
-    content_hash,
-    flat_metadata,
     make_client,
+    record_model,
+    recorded_model,
+    store_model,
 )
-from landmark_rag.store.schema import DOC_HASH, MANIFEST_KEYS
+from landmark_rag.store.identity import recorded_identity
 from landmark_rag.types import EncodedDocument, Hit, Passage
-
-#: Documents encoded per encoder call in :meth:`LandmarkIndex.add_texts` (bounds memory).
-ADD_BATCH = 32
-#: Manifest fields the store keeps next to the user's metadata.
-_MANIFEST_KEYS = set(MANIFEST_KEYS)
-#: Hex digits of the content hash used as the id of a text given without one.
-HASH_ID_LENGTH = 16
 
 Order = Literal["score", "document"]
 Query = str | np.ndarray
@@ -58,8 +64,10 @@ class LandmarkIndex:
     :class:`~landmark_rag.store.ChromaSentenceStore` (or, for :meth:`expand` and
     :meth:`rescore` only, any ``SentenceSource`` such as a LlamaIndex docstore) and
     ``encoder`` a :class:`~landmark_rag.LandmarkEncoder` (``None`` when the caller brings
-    query vectors itself). A store that records a model identity is checked against the
-    encoder now; an unmarked one is marked by the first write.
+    query vectors itself). ``encoder_loader`` instead: a function of no arguments that
+    returns the encoder, called on first use (so writing unchanged documents never loads a
+    model). A store that records a model identity is checked against the encoder once it is
+    there; an unmarked one is marked by the first write.
 
     ``strategy``/``strategy_params``: the default expansion (``None``: what the model's
     ``landmark_config.json`` names; ``config`` gives that config when there is no encoder).
@@ -84,20 +92,32 @@ class LandmarkIndex:
         count_tokens: Callable[[str], int] | None = None,
         fusion: FusionConfig | dict[str, Any] | None = None,
         lexical_cache: Any = None,
+        encoder_loader: Callable[[], Any] | None = None,
     ) -> None:
+        if encoder is not None and encoder_loader is not None:
+            raise ValueError("pass encoder or encoder_loader, not both")
         self.store = store
         self._encoder = encoder
+        self._load_encoder = encoder_loader
         self.strategy_params = dict(strategy_params or {})
-        self._model_config = config if config is not None else getattr(encoder, "config", None)
-        self.strategy = choose_strategy(strategy, self.strategy_params, self._model_config)
+        self._config = config
+        self._strategy_choice, self._fusion_choice = strategy, fusion
+        self._strategy: Strategy | None = None
+        self._fusion: FusionConfig | None = None
         self._count_tokens = count_tokens
-        self.fusion = fusion if isinstance(fusion, FusionConfig) else model_fusion(self._model_config, **(fusion or {}))
         self._lexical_cache = lexical_cache
         self._lexical: Any = None
         self._identity_recorded = False
         self._source: str | None = None  # the model source to record (set by open)
-        if encoder is not None and _identity(store):
-            store.check_identity(encoder.config.identity(), record=False)  # a reader compares, never records
+        if self._encoder is not None:
+            self._encoder_ready(self._encoder)
+        if self._load_encoder is None:  # an invalid choice fails here, not at the first search
+            _ = self.strategy, self.fusion
+
+    def _encoder_ready(self, encoder: Any) -> None:
+        """A reader compares the encoder with the store's identity, never records it."""
+        if _identity(self.store):
+            self.store.check_identity(encoder.config.identity(), record=False)
             self._identity_recorded = True
 
     # ------------------------------------------------------------------ opening
@@ -116,6 +136,8 @@ class LandmarkIndex:
         strategy_params: dict[str, int | float] | None = None,
         fusion: FusionConfig | dict[str, Any] | None = None,
         lexical_cache: Any = None,
+        lazy: bool = False,
+        compile_encoder: bool = False,
     ) -> LandmarkIndex:
         """Open (or create) the index in ``db``: a folder, ``http(s)://host:port`` or ``":memory:"``.
 
@@ -126,9 +148,13 @@ class LandmarkIndex:
         change config fields of a new store's model (e.g. ``{"pooling": "mean"}``). With
         ``create=False`` a missing collection raises ``LookupError``. Opening never marks an
         existing collection: the first write records the model (readers leave it as it is).
-        """
-        from landmark_rag.ingest.identity import encoder_for_store, record_model
 
+        ``lazy``: when the store records its model (and no ``model``/``overrides`` are
+        given), load it only on first use, so that re-adding unchanged documents never
+        loads it; it is checked against the store then. ``compile_encoder``:
+        ``torch.compile`` the encoder's document windows once loaded
+        (``LandmarkEncoder.compile``: long indexing runs).
+        """
         client = client if client is not None else make_client(db)
         try:
             existing = ChromaSentenceStore.open(collection_name=collection, client=client, create=False)
@@ -136,35 +162,75 @@ class LandmarkIndex:
             if not create:
                 raise
             existing = None
-        encoder, source = encoder_for_store(existing, model, device=device, overrides=overrides)
-        if existing is None:  # a new collection: created with its model recorded
+        source, settings = store_model(existing, model, overrides)
+
+        def load() -> Any:
+            from landmark_rag.encode.cache import load_encoder
+
+            encoder = load_encoder(source, device=device, **settings)
+            return encoder.compile() if compile_encoder else encoder
+
+        deferred = lazy and existing is not None and model is None and not overrides and _records_model(existing)
+        encoder = None if deferred else load()
+        store = existing
+        if store is None:  # a new collection: created with its model recorded
             store = ChromaSentenceStore.open(
                 collection_name=collection, client=client, identity=encoder.config.identity(), create=True
             )
             record_model(store, source, encoder.dim)
-        else:
-            store = existing
-        index = cls(
-            store, encoder, strategy=strategy, strategy_params=strategy_params, fusion=fusion,
-            lexical_cache=lexical_cache,
-        )
+        index = cls(store, encoder, strategy=strategy, strategy_params=strategy_params, fusion=fusion,
+                    lexical_cache=lexical_cache, encoder_loader=load if deferred else None)
         index._source = source
         return index
 
     # ------------------------------------------------------------------ parts
     @property
     def encoder(self) -> Any:
-        """The :class:`~landmark_rag.LandmarkEncoder` (``ValueError`` if none was given)."""
+        """The :class:`~landmark_rag.LandmarkEncoder` (loaded now if it was deferred;
+        ``ValueError`` if there is none)."""
+        if self._encoder is None and self._load_encoder is not None:
+            encoder = self._load_encoder()
+            self._encoder_ready(encoder)
+            self._encoder, self._load_encoder = encoder, None
         if self._encoder is None:
             raise ValueError("this LandmarkIndex has no encoder: pass query vectors, or build it with one")
         return self._encoder
+
+    @property
+    def loaded_encoder(self) -> Any:
+        """The encoder if it is loaded, else ``None`` (never loads it)."""
+        return self._encoder
+
+    @property
+    def strategy(self) -> Strategy:
+        """The default expansion (``strategy`` as given, else the model's)."""
+        if self._strategy is None:
+            self._strategy = choose_strategy(self._strategy_choice, self.strategy_params, self._model_config())
+        return self._strategy
+
+    @property
+    def fusion(self) -> FusionConfig:
+        """The search-mode settings: ``fusion`` as given over the model's ``fusion`` entry."""
+        if self._fusion is None:
+            choice = self._fusion_choice
+            self._fusion = choice if isinstance(choice, FusionConfig) else model_fusion(
+                self._model_config(), **(choice or {})
+            )
+        return self._fusion
+
+    def _model_config(self) -> Any:
+        if self._config is not None:
+            return self._config
+        if self._encoder is None and self._load_encoder is None:
+            return None
+        return self.encoder.config
 
     def resolve_strategy(self, strategy: StrategyName | Strategy | None = None) -> Strategy:
         """The expansion for one call: ``strategy`` built with this index's ``strategy_params``,
         or the index's own when ``None``."""
         if strategy is None:
             return self.strategy
-        return choose_strategy(strategy, self.strategy_params, self._model_config)
+        return choose_strategy(strategy, self.strategy_params, self._model_config())
 
     @property
     def lexical(self) -> Any:
@@ -191,7 +257,9 @@ class LandmarkIndex:
     def _token_counter(self) -> Callable[[str], int] | None:
         if self._count_tokens is not None:
             return self._count_tokens
-        return self._encoder.count_tokens if self._encoder is not None else None
+        if self._encoder is None and self._load_encoder is None:
+            return None
+        return self.encoder.count_tokens
 
     # ------------------------------------------------------------------ writing
     def add_texts(
@@ -211,69 +279,74 @@ class LandmarkIndex:
         the text's content hash (adding the same text twice is idempotent). Re-adding an id
         replaces all its old sentences under the store's manifest protocol (an interrupted
         write never shows a half-written document); with ``skip_unchanged`` a document whose
-        stored text hash and metadata are the same is not encoded again. Two different texts
-        under one id in a call are refused (``ValueError``). ``encode(texts, doc_ids)``
-        replaces the encoder call (a framework's embeddings object that encodes in context).
-        ``show_progress=None`` shows the bar only once the call has run a few seconds.
+        stored text hash and metadata are the same is not encoded again. Every text is
+        checked before anything is written: an empty text, or two different texts under one
+        id, raise ``ValueError``. ``encode(texts, doc_ids)`` replaces the encoder call (a
+        framework's embeddings object that encodes in context). ``show_progress=None`` shows
+        the bar only once the call has run a few seconds. Any failure propagates.
         """
-        texts = list(texts)
-        if ids is not None and len(ids) != len(texts):
-            raise ValueError(f"got {len(ids)} ids for {len(texts)} texts")
-        if metadatas is not None and len(metadatas) != len(texts):
-            raise ValueError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
-        doc_ids = [
-            str(ids[i]) if ids is not None and ids[i] else content_hash(t)[:HASH_ID_LENGTH] for i, t in enumerate(texts)
-        ]
-        todo: dict[str, tuple[str, dict[str, Any]]] = {}
-        for i, (doc_id, text) in enumerate(zip(doc_ids, texts, strict=True)):
-            if not text.strip():  # checked for all before anything is written
-                raise ValueError(
-                    f"document {i} (id {doc_id!r}) has no text: a document without sentences cannot be "
-                    "retrieved; drop empty documents before adding (nothing was written)"
-                )
-            md = dict((metadatas[i] if metadatas is not None else None) or {})
-            if doc_id in todo:
-                if todo[doc_id][0] != text:
-                    raise ValueError(f"two different texts have the id {doc_id!r}; give each a distinct id")
-                continue
-            todo[doc_id] = (text, md)
-        self._record_identity()
-        stored = self.store.documents() if skip_unchanged else {}
-        items = []
-        for d, (t, md) in todo.items():
-            if not _unchanged(stored.get(d), t, md):
-                items.append((d, t, md))
-            elif stored[d].get("dirty"):  # an earlier write stopped after its commit: finish it
-                self.store.clean_document(d)
-        if encode is None:
-            encoder = self.encoder
-            size = batch_size or (64 if encoder.config.pooling == "sentence" else 16)
+        documents, doc_ids = text_documents(texts, ids, metadatas)
+        self.record_identity()
 
-            def encode(texts: list[str], doc_ids: list[str]) -> Sequence[EncodedDocument]:
-                return encoder.encode_documents(texts, doc_ids, batch_size=size)
+        def encoder() -> DocumentEncoder:
+            return DocumentEncoder(encode) if encode is not None else DocumentEncoder.of(self.encoder, batch_size)
 
-        bar = tqdm(total=len(items), desc="adding", unit="doc", **bar_options(show_progress))
-        try:
-            for i in range(0, len(items), ADD_BATCH):
-                batch = items[i : i + ADD_BATCH]
-                encoded = encode([t for _, t, _ in batch], [d for d, _, _ in batch])
-                for (_, text, md), doc in zip(batch, encoded, strict=True):
-                    self.store.add_document(doc, metadata=md, doc_hash=content_hash(text))
-                bar.update(len(batch))
-        finally:
-            bar.close()
+        write_documents(self.store, documents, encoder, skip_unchanged=skip_unchanged, errors="raise",
+                        total=len(documents), desc="adding", show_progress=show_progress)
         return doc_ids
+
+    def add_files(
+        self,
+        paths: Iterable[str | os.PathLike[str]] | FileSet,
+        *,
+        glob: str | None = None,
+        prune: bool = False,
+        batch_size: int | None = None,
+        show_progress: bool | None = None,
+    ) -> IndexReport:
+        """Index plain-text files: ``paths`` are files and folders (searched recursively), or a
+        :class:`~landmark_rag.ingest.FileSet` that ``find_files`` returned; returns the report.
+
+        A document's id is its path relative to the folder given (a file given directly: its
+        name), its metadata ``source`` (absolute path) and ``root``. Unchanged files (same
+        text, same path) are skipped (opened with ``lazy=True``, the model is not even loaded
+        when nothing changed); binary, undecodable,
+        empty and unreadable files, and files the encoder fails on, are reported as
+        ``skipped`` and the run goes on. ``glob`` keeps matching files only; the store's own
+        folder is never indexed. ``prune``: also delete documents whose file is gone. Ctrl-C
+        ends the run with ``report.interrupted`` set; a failing store raises
+        ``StoreFailedError`` (a ``StoreError``) whose ``report`` says what was done. A path
+        that does not exist raises ``FileNotFoundError`` before anything is written.
+        ``show_progress``: ``None`` shows the bar once the run has taken a few seconds.
+        """
+        found = paths if isinstance(paths, FileSet) else find_files(
+            paths, glob=glob, exclude=[self.store.local_path] if getattr(self.store, "local_path", None) else []
+        )
+        self.record_identity()
+        report = write_documents(
+            self.store, file_documents(found), lambda: DocumentEncoder.of(self.encoder, batch_size),
+            total=len(found.files) + len(found.skipped), desc="indexing", show_progress=show_progress,
+        )
+        if prune and not report.interrupted:
+            report.pruned = prune_missing(self.store, found.roots)
+        return report
 
     def add_documents(
         self, encoded_documents: Sequence[EncodedDocument], metadatas: Sequence[dict[str, Any] | None] | None = None
     ) -> list[str]:
-        """Store already-encoded documents (each needs a ``doc_id``); returns their ids."""
+        """Store already-encoded documents (each needs a ``doc_id``); returns their ids.
+
+        Written as they are (the write path's last step): nothing is skipped or encoded.
+        """
         docs = list(encoded_documents)
         if metadatas is not None and len(metadatas) != len(docs):
             raise ValueError(f"got {len(metadatas)} metadatas for {len(docs)} documents")
-        self._record_identity()
+        if any(not d.doc_id for d in docs):
+            raise ValueError("add_documents needs EncodedDocuments with a doc_id")
+        self.record_identity()
         for i, doc in enumerate(docs):
-            self.store.add_document(doc, metadata=metadatas[i] if metadatas is not None else None)
+            source = SourceDocument(str(doc.doc_id), doc.text, dict((metadatas[i] if metadatas else None) or {}))
+            store_document(self.store, stored_form(source, doc))
         return [str(d.doc_id) for d in docs]
 
     def delete(self, doc_ids: Sequence[str]) -> int:
@@ -283,16 +356,18 @@ class LandmarkIndex:
     def record_identity(self) -> None:
         """Mark an unmarked store with this index's model (refuse a different one).
 
-        Every write does it first; a writer that stores through ``self.store`` directly
-        (``landmark-rag index``) calls it before writing.
+        Every write does it first. A store that already records its model and where it came
+        from needs nothing: a deferred encoder is checked against it when it loads.
         """
-        if not self._identity_recorded:
-            self.store.check_identity(self.encoder.config.identity())
-            if self._source is not None:
-                from landmark_rag.ingest.identity import record_model
-
-                record_model(self.store, self._source, self.encoder.dim)
-            self._identity_recorded = True
+        if self._identity_recorded:
+            return
+        if self._encoder is None and self._load_encoder is not None and _records_model(self.store):
+            self._identity_recorded = True  # nothing to record; the encoder is checked when it loads
+            return
+        self.store.check_identity(self.encoder.config.identity())
+        if self._source is not None:
+            record_model(self.store, self._source, self.encoder.dim)
+        self._identity_recorded = True
 
     _record_identity = record_identity
 
@@ -445,6 +520,8 @@ class LandmarkIndex:
         return cosine_rescore(list(passages), self.store, self.encode_query(query))
 
     def __repr__(self) -> str:
+        if self._load_encoder is not None:  # a repr never loads a model
+            return f"LandmarkIndex(model={self._source!r}, not loaded yet)"
         name = getattr(getattr(self._encoder, "config", None), "model_name", None)
         return f"LandmarkIndex(model={name!r}, strategy={self.strategy!r}, mode={self.fusion.mode!r})"
 
@@ -454,8 +531,7 @@ def _identity(store: Any) -> dict[str, Any]:
     return identity() if callable(identity) else {}
 
 
-def _unchanged(record: dict[str, Any] | None, text: str, metadata: dict[str, Any]) -> bool:
-    """Whether a manifest record (of a completely stored document) matches text and metadata."""
-    if record is None or record.get(DOC_HASH) != content_hash(text):
-        return False
-    return {k: v for k, v in record.items() if k not in _MANIFEST_KEYS} == flat_metadata(metadata)
+def _records_model(store: Any) -> bool:
+    """Whether the collection records both its model identity and where the model came from
+    (so a writer has nothing to record, and the model can be loaded when first needed)."""
+    return bool(recorded_identity(store.collection)) and bool(recorded_model(store)[0])

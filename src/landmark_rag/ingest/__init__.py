@@ -1,53 +1,74 @@
-"""Folder ingestion without any framework: find files, decode them, skip unchanged ones,
-encode and store the rest. ``landmark-rag index`` is a thin shell around this."""
+"""Writing documents into a store, without any framework: the one write path.
 
-from landmark_rag.ingest.decode import BadFileError, decode_bytes, read_document
-from landmark_rag.ingest.discover import SkippedPath, SourceFile, UnusablePathError, discover_files
-from landmark_rag.ingest.identity import (
-    ModelNotRecordedError,
-    model_source,
-    record_model,
-    recorded_dim,
-    recorded_model,
+``ingest/write.py`` holds the steps every writer goes through (skip unchanged, finish an
+interrupted write, group, encode, store); ``sources.py`` what a document to write is and how
+files, texts and dataset rows become one; ``discover.py`` / ``decode.py`` which files, and
+their text. ``LandmarkIndex.add_texts`` / ``add_files``, the CLI's ``index`` and the Ray
+workers all run through it.
+"""
+
+from landmark_rag.ingest.decode import BadFileError, decode_bytes, decode_text, read_document
+from landmark_rag.ingest.discover import FileSet, SkippedPath, SourceFile, UnusablePathError, discover_files, find_files
+from landmark_rag.ingest.report import FileOutcome, IndexReport, StoreFailedError
+from landmark_rag.ingest.sources import (
+    SourceDocument,
+    file_documents,
+    file_metadata,
+    hash_id,
+    read_file,
+    readable_files,
+    row_document,
+    text_documents,
+    unique_files,
 )
-from landmark_rag.ingest.indexer import (
-    FileOutcome,
-    IndexReport,
-    PendingDocument,
-    document_metadata,
-    duplicate_ids,
-    encode_and_store,
-    in_groups,
-    index_files,
-    manifest_state,
-    prepare_file,
-    prepare_text,
+from landmark_rag.ingest.write import (
+    GROUP_TOKENS,
+    DocumentEncoder,
+    StoreState,
+    StoredDocument,
+    encoder_batch_size,
+    finish_unchanged,
+    is_unchanged,
     prune_missing,
+    store_document,
+    store_outcome,
+    stored_form,
+    write_documents,
 )
 
 __all__ = [
+    "GROUP_TOKENS",
     "BadFileError",
+    "DocumentEncoder",
     "FileOutcome",
+    "FileSet",
     "IndexReport",
-    "ModelNotRecordedError",
-    "PendingDocument",
     "SkippedPath",
+    "SourceDocument",
     "SourceFile",
+    "StoreFailedError",
+    "StoreState",
+    "StoredDocument",
     "UnusablePathError",
     "decode_bytes",
+    "decode_text",
     "discover_files",
-    "document_metadata",
-    "duplicate_ids",
-    "encode_and_store",
-    "in_groups",
-    "index_files",
-    "manifest_state",
-    "model_source",
-    "prepare_file",
-    "prepare_text",
+    "encoder_batch_size",
+    "file_documents",
+    "file_metadata",
+    "find_files",
+    "finish_unchanged",
+    "hash_id",
+    "is_unchanged",
     "prune_missing",
     "read_document",
-    "record_model",
-    "recorded_dim",
-    "recorded_model",
+    "read_file",
+    "readable_files",
+    "row_document",
+    "store_document",
+    "store_outcome",
+    "stored_form",
+    "text_documents",
+    "unique_files",
+    "write_documents",
 ]

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import codecs
 from pathlib import Path
+from typing import Any
+
+from landmark_rag.errors import LandmarkRagError
 
 #: Bytes inspected to tell text from binary.
 SNIFF_BYTES = 8192
@@ -25,7 +28,7 @@ _BOMS = (
 _TEXT_CONTROLS = {ord(c) for c in "\t\n\r\f\v\b\x1b"}
 
 
-class BadFileError(ValueError):
+class BadFileError(LandmarkRagError, ValueError):
     """A file that is not a plain-text document; ``reason`` is one short phrase."""
 
     def __init__(self, reason: str) -> None:
@@ -64,3 +67,17 @@ def read_document(path: str | Path) -> str:
     except OSError as exc:
         raise BadFileError(f"unreadable: {exc.strerror or exc}") from None
     return decode_bytes(data)
+
+
+def decode_text(value: Any) -> str:
+    """A document's text given as a value (a dataset column): ``str`` as is, ``bytes`` by
+    :func:`decode_bytes`; no text, or text without a word, is :class:`BadFileError`."""
+    if isinstance(value, bytes):
+        return decode_bytes(value)
+    if value is None:
+        raise BadFileError("empty document (no text)")
+    if not isinstance(value, str):
+        raise BadFileError(f"text is {type(value).__name__}, not str")
+    if not value.strip():
+        raise BadFileError("empty document (whitespace only)")
+    return value

@@ -18,8 +18,10 @@ import fnmatch
 import os
 import stat
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from landmark_rag.errors import LandmarkRagError
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,33 @@ class SkippedPath:
     reason: str
 
 
-class UnusablePathError(OSError):
+class UnusablePathError(LandmarkRagError, OSError):
     """A path given directly that exists as a name but can never be a document."""
+
+
+@dataclass(frozen=True)
+class FileSet:
+    """What :func:`find_files` found: the files, the entries it could not use, and the roots."""
+
+    files: list[SourceFile]
+    skipped: list[SkippedPath] = field(default_factory=list)
+    #: every folder a document id is relative to, and every folder given (``--prune`` looks
+    #: for deleted files under these)
+    roots: frozenset[Path] = frozenset()
+
+
+def find_files(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    glob: str | None = None,
+    exclude: Iterable[str | os.PathLike[str]] = (),
+) -> FileSet:
+    """:func:`discover_files` with the unusable entries and the roots kept alongside."""
+    paths = list(paths)
+    skipped: list[SkippedPath] = []
+    files = discover_files(paths, glob=glob, exclude=exclude, skipped=skipped)
+    roots = {f.root for f in files} | {Path(p).expanduser().resolve() for p in paths if Path(p).expanduser().is_dir()}
+    return FileSet(files, skipped, frozenset(roots))
 
 
 def discover_files(

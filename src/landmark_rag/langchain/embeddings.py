@@ -71,9 +71,9 @@ class LandmarkEmbeddings(BaseModel, Embeddings):
         return self._encoder
 
     def _batch_size(self) -> int:
-        if self.batch_size is not None:
-            return self.batch_size
-        return 64 if self.encoder.config.pooling == "sentence" else 16
+        from landmark_rag.ingest.write import encoder_batch_size
+
+        return encoder_batch_size(self.encoder, self.batch_size)
 
     def identity(self) -> dict[str, Any]:
         """What a vector store must match to mix these vectors with stored ones."""
@@ -152,8 +152,8 @@ class LandmarkEmbeddings(BaseModel, Embeddings):
 def embeddings_for_store(store: Any) -> LandmarkEmbeddings:
     """Embeddings for the model ``store`` records, set up as at indexing time (default model
     for an unmarked store): the same rule, and the same cached encoder, as the CLI and
-    :class:`~landmark_rag.LandmarkIndex` (``ingest.identity.store_model``)."""
-    from landmark_rag.ingest.identity import store_model
+    :class:`~landmark_rag.LandmarkIndex` (``store.identity.store_model``)."""
+    from landmark_rag.store.identity import store_model
 
     source, overrides = store_model(store)
     return LandmarkEmbeddings(model_name=source, model_kwargs=overrides)

@@ -7,8 +7,8 @@ rule, in order:
 1. ``Document.id`` when set (the LangChain field meant for exactly this);
 2. else ``metadata["source"]`` (what LangChain loaders set: a path or URL), so re-loading
    a file and ingesting it again replaces the old copy instead of duplicating it;
-3. else a hash of the text (``content_hash``, first 16 hex digits), so ingesting the same
-   anonymous text twice is idempotent.
+3. else a hash of the text (``ingest.hash_id``, the id ``LandmarkIndex.add_texts`` gives a
+   text without one), so ingesting the same anonymous text twice is idempotent.
 
 Loaders that emit several documents per source (PDF pages, CSV rows) share one
 ``source``; such documents must be given distinct ``Document.id`` values, and a batch in
@@ -22,10 +22,7 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document
 
-from landmark_rag.store import content_hash
-
-#: Hex digits of the content hash used as an id (64 bits: collisions are not a concern).
-HASH_ID_LENGTH = 16
+from landmark_rag.ingest import hash_id
 
 
 def source_doc_id(document: Document) -> str:
@@ -35,7 +32,7 @@ def source_doc_id(document: Document) -> str:
     source = (document.metadata or {}).get("source")
     if source not in (None, ""):
         return str(source)
-    return content_hash(document.page_content)[:HASH_ID_LENGTH]
+    return hash_id(document.page_content)
 
 
 def resolve_doc_ids(documents: Sequence[Document], ids: Sequence[str] | None = None) -> list[str]:

@@ -104,7 +104,7 @@ class LandmarkEmbedding(BaseEmbedding):
         model raises ``ModelNotRecordedError`` (name the model). The same rule and the same cached encoder as
         the CLI, :class:`~landmark_rag.LandmarkIndex` and the LangChain adapters.
         """
-        from landmark_rag.ingest.identity import store_model
+        from landmark_rag.store.identity import store_model
         from landmark_rag.llama_index.sources import chroma_collection
         from landmark_rag.store import ChromaSentenceStore
 
@@ -123,11 +123,10 @@ class LandmarkEmbedding(BaseEmbedding):
         LlamaIndex's ``ChromaVectorStore`` stores it with the vector, so a collection written
         without any landmark-rag code at write time (``IngestionPipeline(vector_store=...)``,
         ``VectorStoreIndex(nodes, storage_context=...)``) still tells every landmark reader
-        which model wrote it, and lets them refuse another (``landmark_rag.store.stamp``).
+        which model wrote it, and lets them refuse another (``landmark_rag.store.identity``).
         """
         from landmark_rag.encode.registry import default_model
-        from landmark_rag.ingest.identity import model_source
-        from landmark_rag.store.stamp import model_stamp
+        from landmark_rag.store.identity import model_source, model_stamp
 
         return model_stamp(self.encoder.config.identity(), model_source(self.model_name, default_model()))
 

@@ -8,7 +8,7 @@ do, placed first in the pipeline) loses the document whenever the run is killed 
 before the new vectors are written.
 
 So this component is placed *after* the embedding and writes each document itself through
-the store's replace protocol (``landmark_rag.store.chroma``): the new sentences are added
+the store's replace protocol (``landmark_rag.store.manifest``): the new sentences are added
 under new ids ``doc_id:index@VERSION`` (through the vector store, so LlamaIndex can read
 them back as nodes), the manifest switches to the new version in one write, and only then
 are the old sentences deleted. Readers that honour the manifest (the core store, the CLI,
@@ -41,7 +41,7 @@ from landmark_rag.llama_index.convert import duplicate_id_message, is_sentence_n
 from landmark_rag.llama_index.sources import chroma_collection
 from landmark_rag.store import ChromaSentenceStore, sentence_id, user_metadata
 from landmark_rag.store.schema import DOC_HASH, MODEL_ID, VERSION
-from landmark_rag.store.stamp import read_stamp
+from landmark_rag.store.identity import read_stamp
 
 _PLACEMENT = (
     "put ReplaceDocuments after the embedding, e.g. transformations=[LandmarkNodeParser(), embed, "
@@ -115,7 +115,7 @@ class ReplaceDocuments(TransformComponent):
 
 def _identity(embed_model: Any, by_doc: dict[str, list[BaseNode]]) -> dict[str, Any] | None:
     """The model set-up of the incoming vectors: ``embed_model``'s, else the one
-    ``LandmarkEmbedding`` stamped on the nodes (``landmark_rag.store.stamp``)."""
+    ``LandmarkEmbedding`` stamped on the nodes (``landmark_rag.store.identity``)."""
     encoder = getattr(embed_model, "encoder", None) if embed_model is not None else None
     if encoder is not None:
         return dict(encoder.config.identity())

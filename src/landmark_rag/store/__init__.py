@@ -1,17 +1,35 @@
-"""Storing sentence vectors (step 3 of the pipeline): Chroma I/O and the shared schema."""
+"""Storing sentence vectors (step 3 of the pipeline), one module per job.
 
-from landmark_rag.store.chroma import (
+- ``client.py``: Chroma clients and collections (``make_client``, ``is_server_url``,
+  re-opening a folder another process wrote, ``StoreError``);
+- ``manifest.py``: the write protocol and the rule for what readers see;
+- ``identity.py``: which model the vectors come from (check, record, stamps, ``store_model``);
+- ``schema.py``: every stored key and value (sentence ids, flat metadata, manifest fields);
+- ``chroma.py``: ``ChromaSentenceStore``, the facade over them and the store's reads;
+- ``lexical.py`` / ``analyzer.py``: the sentence-level BM25 cache derived from a store.
+"""
+
+from landmark_rag.store.chroma import ChromaSentenceStore
+from landmark_rag.store.client import (
     DEFAULT_COLLECTION,
     DEFAULT_DB,
     MEMORY,
-    ChromaSentenceStore,
     StoreError,
-    StoreMismatchError,
-    content_hash,
+    is_server_url,
     make_client,
+)
+from landmark_rag.store.identity import (
+    ModelNotRecordedError,
+    StoreMismatchError,
+    model_source,
+    record_model,
+    recorded_dim,
+    recorded_model,
+    store_model,
 )
 from landmark_rag.store.schema import (
     MANIFEST_KEYS,
+    content_hash,
     flat_metadata,
     sentence_from_metadata,
     sentence_id,
@@ -25,13 +43,20 @@ __all__ = [
     "MANIFEST_KEYS",
     "MEMORY",
     "ChromaSentenceStore",
+    "ModelNotRecordedError",
     "StoreError",
     "StoreMismatchError",
     "content_hash",
     "flat_metadata",
+    "is_server_url",
     "make_client",
+    "model_source",
+    "record_model",
+    "recorded_dim",
+    "recorded_model",
     "sentence_from_metadata",
     "sentence_id",
     "sentence_metadata",
+    "store_model",
     "user_metadata",
 ]

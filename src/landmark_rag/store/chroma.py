@@ -1,55 +1,44 @@
-"""Sentence vectors in Chroma (step 3 of the pipeline).
+"""Sentence vectors in Chroma (step 3 of the pipeline): :class:`ChromaSentenceStore`.
 
-Two collections per store: ``NAME`` holds one record per sentence (the sentence text, its
-vector and the flat metadata of :mod:`landmark_rag.store.schema`); ``NAME__documents`` is a
-manifest with one record per document (content hash, state, number of sentences, the
-committed version, the full text, user metadata).
-
-Writing a document follows a protocol under which a reader never sees a half-written
-document, and a replaced document's previous version stays visible until the new one is
-complete (an interruption or a store failure at any point leaves the previous version, or
-for a new document nothing, visible):
-
-1. *announce*: the manifest record gets ``dirty=True`` (a new document gets a record with
-   ``state="writing"``, which hides it);
-2. *write*: the new sentences are written under new ids ``doc_id:index@VERSION`` with
-   ``doc_version=VERSION`` in their metadata (VERSION is fresh for every write); readers
-   ignore them because the manifest still names the previous version;
-3. *commit*: one upsert of the manifest record: ``state="complete"``, the new
-   ``doc_hash``, ``doc_version=VERSION``, ``n_sentences`` (still ``dirty``); from here on
-   readers see exactly the new version;
-4. *clean*: sentences of the document with any other version are deleted, then ``dirty``
-   is removed.
-
-A reader shows a sentence when its document has no manifest record (written by another
-tool), or the record is ``complete`` and names the sentence's ``doc_version`` (records
-written before versions existed: the same ``doc_hash``). A record left ``dirty`` by an
-interruption is finished by the next write of that document or by :meth:`clean_document`.
+The store is a facade over three jobs, one module each: talking to Chroma and re-opening a
+folder another process wrote (``store/client.py``), the manifest's write protocol and the
+rule for what readers see (``store/manifest.py``), and the model identity
+(``store/identity.py``). What lives here is the store's own reading: searches, sentences
+by address or key, and whole documents, each showing only what the manifest makes visible.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import threading
-import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import numpy as np
 
+from landmark_rag.store.client import (
+    DEFAULT_COLLECTION,
+    Collections,
+    make_client,
+    manifest_beside,
+    open_collections,
+    store_errors,
+)
+from landmark_rag.store.identity import (
+    check_identity,
+    collection_identity,
+    identity_metadata,
+    stamped_models,
+)
+from landmark_rag.store.manifest import Manifest, is_complete, is_visible
 from landmark_rag.store.schema import (
-    DIRTY,
+    COMPLETE,
     DOC_HASH,
     DOC_ID,
     INDEX,
     N_SENTENCES,
     STATE,
     VERSION,
+    content_hash,
     flat_metadata,
     parse_sentence_key,
     sentence_from_metadata,
@@ -57,116 +46,48 @@ from landmark_rag.store.schema import (
     sentence_key,
     sentence_metadata,
 )
-from landmark_rag.store.stamp import stamped_models
 from landmark_rag.types import EncodedDocument, Hit, Sentence
-
-DEFAULT_DB = "./landmark_db"
-DEFAULT_COLLECTION = "landmark"
-#: ``db`` value for a store that lives in memory only (tests, notebooks, one-off runs).
-MEMORY = ":memory:"
-IDENTITY_PREFIX = "landmark_rag:"
-GENERATION_KEY = IDENTITY_PREFIX + "generation"
-_WRITING, _COMPLETE = "writing", "complete"
-#: Identity fields compared only when the store has them recorded (added after stores existed).
-OPTIONAL_IDENTITY = ("weights_fingerprint",)
-#: Identity fields written only when they differ from their default (``LandmarkConfig.identity``):
-#: a side that lacks one has the default, so a recorded non-default is compared both ways.
-IDENTITY_DEFAULTS = {"landmark_attention": "full", "landmark_span": 1}
-
-
-class StoreMismatchError(ValueError):
-    """The collection was written with another model or landmark configuration."""
-
-
-class StoreError(RuntimeError):
-    """The store itself failed (server gone, disk full, database locked): not the document's fault.
-
-    Raised by writes so that callers stop instead of treating the failure as a bad input
-    file; the document's previous version is still visible (see the module docstring).
-    """
-
-
-def content_hash(text: str) -> str:
-    """Hash identifying a document's content (used to skip unchanged documents)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def make_client(db: str | os.PathLike[str] | None = None) -> Any:
-    """The one place a Chroma client is created.
-
-    ``http(s)://host:port`` -> HttpClient (checked with a heartbeat, so an unreachable
-    server fails here rather than at the first query); ``":memory:"`` -> EphemeralClient
-    (nothing written to disk); anything else is a directory for a PersistentClient
-    (``None``: ``./landmark_db``).
-    """
-    import chromadb
-
-    target = os.fspath(db) if db is not None else DEFAULT_DB
-    if target == MEMORY:
-        return chromadb.EphemeralClient()
-    if target.startswith(("http://", "https://")):
-        url = urlparse(target)
-        client = chromadb.HttpClient(
-            host=url.hostname or "localhost", port=url.port or (443 if url.scheme == "https" else 8000),
-            ssl=url.scheme == "https",
-        )
-        client.heartbeat()
-        return client
-    path = Path(target).expanduser()
-    path.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(path))
 
 
 class ChromaSentenceStore:
-    """Read and write landmark-encoded documents in a Chroma collection."""
+    """Read and write landmark-encoded documents in a Chroma collection.
+
+    ``collection`` holds one record per sentence; ``manifest`` (``None`` for a collection
+    written without one) one record per document (``store/manifest.py``).
+    """
 
     def __init__(self, collection: Any, manifest: Any | None = None) -> None:
-        self.collection = collection
-        self.manifest = manifest
-        self._reopen_lock = threading.Lock()
-        self._local_path = _local_path(collection)
-        self._seen = _signature(self._local_path) if self._local_path else None
+        self._io = Collections(collection, manifest)
+        self._manifest = Manifest(self._io)
 
-    # ------------------------------------------------------------------ freshness
-    def _fresh(self) -> None:
-        """Reopen a local store that another process changed since this one opened it.
+    @property
+    def collection(self) -> Any:
+        """The Chroma collection of sentence records (re-opened when another process wrote)."""
+        return self._io.collection
 
-        A Chroma PersistentClient keeps its vector index in memory: after another process
-        writes, counts and metadata (read from SQLite) are new but searches run on the old
-        index and filtered searches fail ("Error finding id"). The database file changes on
-        every write, so comparing its size and modification time (one ``stat``) tells when
-        to reopen (tens of milliseconds). Server stores are always current.
-        """
-        if self._local_path is None:
-            return
-        now = _signature(self._local_path)
-        if now == self._seen:
-            return
-        with self._reopen_lock:
-            if now == self._seen:
-                return
-            self._reopen()
-            # a write within the file clock's resolution may not move the mtime: a signature
-            # taken that close to a write is not trusted, so the next read checks again
-            self._seen = None if _recent(now) else now
+    @collection.setter
+    def collection(self, value: Any) -> None:
+        self._io.collection = value
 
-    def _own_write_done(self) -> None:
-        """This store's own writes are visible to it: no reopen for them (a local store has
-        one writing process at a time; see docs/reliability.md)."""
-        if self._local_path is not None:
-            self._seen = _signature(self._local_path)
+    @property
+    def manifest(self) -> Any | None:
+        """The Chroma collection of manifest records (``None``: the store has none)."""
+        return self._io.manifest
 
-    def _reopen(self) -> None:
-        import chromadb
-        from chromadb.api.shared_system_client import SharedSystemClient
+    @property
+    def name(self) -> str:
+        """The sentence collection's name."""
+        return str(self._io.collection.name)
 
-        # drop the shared (stale) system for this path without stopping it: other holders
-        # of the old client keep working; this store gets a new client on fresh state
-        SharedSystemClient._identifier_to_system.pop(self._local_path, None)
-        client = chromadb.PersistentClient(path=self._local_path)
-        self.collection = client.get_collection(self.collection.name, embedding_function=None)
-        if self.manifest is not None:
-            self.manifest = client.get_collection(self.manifest.name, embedding_function=None)
+    @property
+    def local_path(self) -> str | None:
+        """The store's folder (``None`` for a server or an in-memory store)."""
+        return self._io.local_path
+
+    @property
+    def has_manifest(self) -> bool:
+        """Whether documents are written through the manifest (else every sentence is visible)."""
+        return self._manifest.present
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -183,28 +104,14 @@ class ChromaSentenceStore:
 
         ``identity`` (e.g. ``encoder.config.identity()``) is recorded on a new collection and
         checked against an existing one: vectors of different models or landmark set-ups are
-        not comparable, so mixing them is refused with :class:`StoreMismatchError`.
+        not comparable, so mixing them is refused with :class:`StoreMismatchError`. With
+        ``create=False`` a missing collection raises ``LookupError``.
         """
         client = client if client is not None else make_client(db)
-        wanted = {IDENTITY_PREFIX + k: _scalar(v) for k, v in (identity or {}).items()}
-        if create:
-            collection = client.get_or_create_collection(
-                collection_name, metadata={"hnsw:space": "cosine", **wanted} if wanted else {"hnsw:space": "cosine"},
-                embedding_function=None,
-            )
-            manifest = client.get_or_create_collection(_manifest_name(collection_name), embedding_function=None)
-        else:
-            try:
-                collection = client.get_collection(collection_name, embedding_function=None)
-            except Exception as exc:  # chromadb raises NotFoundError / ValueError by version
-                raise LookupError(f"no collection {collection_name!r} in this store") from exc
-            try:
-                manifest = client.get_collection(_manifest_name(collection_name), embedding_function=None)
-            except Exception:
-                manifest = None
-        store = cls(collection, manifest)
-        if wanted:
-            store.check_identity(identity or {})
+        metadata = {"hnsw:space": "cosine", **identity_metadata(identity)}
+        store = cls(*open_collections(client, collection_name, create=create, metadata=metadata))
+        if identity:
+            store.check_identity(identity)
         return store
 
     @classmethod
@@ -214,72 +121,33 @@ class ChromaSentenceStore:
         Its manifest is attached when it exists (so reads honour the write protocol), or
         created when ``create_manifest`` (for a writer).
         """
-        from chromadb.api.models.Collection import Collection
+        return cls(collection, manifest_beside(collection, create=create_manifest))
 
-        server = collection._client
-        name = _manifest_name(collection.name)
-        where = {"tenant": collection.tenant, "database": collection.database}
-        try:
-            if create_manifest:
-                model = server.get_or_create_collection(name=name, **where)
-            else:
-                model = server.get_collection(name=name, **where)
-        except Exception:  # noqa: BLE001 - no manifest: a collection written without the protocol
-            return cls(collection)
-        return cls(collection, Collection(client=server, model=model, embedding_function=None))
-
+    # ------------------------------------------------------------------ identity
     def identity(self) -> dict[str, Any]:
         """The model identity of the collection (empty if none).
 
         Recorded on the collection by landmark-rag's writers; for a collection written through
         LlamaIndex's own ``ChromaVectorStore``, the identity ``LandmarkEmbedding`` stamped on
-        the records (``landmark_rag.store.stamp``), read without recording it. A collection
-        whose records carry another model's stamp (or two models' stamps) is refused with
-        :class:`StoreMismatchError`: its vectors are not comparable with each other.
+        the records, read without recording it. A collection whose records carry another
+        model's stamp (or two models' stamps) is refused with :class:`StoreMismatchError`.
         """
-        recorded = self._recorded_identity()
-        stamps = self.stamped_models()
-        reference = recorded or (stamps[0][0] if stamps else {})
-        for other, source in stamps:
-            diff = _identity_diff(reference, other)
-            if diff:
-                lines = ", ".join(f"{k}: {a!r} vs {b!r}" for k, (a, b) in diff.items())
-                raise StoreMismatchError(
-                    f"collection {self.collection.name!r} holds vectors of two model set-ups ({lines}; the other "
-                    f"written through LlamaIndex by {source or other.get('model_name')!r}): they cannot be "
-                    "searched together. Re-index into a new collection with one model."
-                )
-        return dict(reference)
-
-    def _recorded_identity(self) -> dict[str, Any]:
-        """The identity recorded on the collection's metadata by a landmark-rag writer."""
-        self._fresh()
-        md = self.collection.metadata or {}
-        return {k[len(IDENTITY_PREFIX):]: v for k, v in md.items() if k.startswith(IDENTITY_PREFIX)}
+        self._io.fresh()
+        with store_errors("reading the model identity"):
+            return collection_identity(self._io.collection)
 
     def stamped_models(self) -> list[tuple[dict[str, Any], str | None]]:
-        """``(identity, source)`` of each distinct model stamped on the records (see ``store.stamp``)."""
-        self._fresh()
-        with _store_errors("reading the model stamps"):
-            return stamped_models(self.collection)
+        """``(identity, source)`` of each distinct model stamped on the records (``store/identity.py``)."""
+        self._io.fresh()
+        with store_errors("reading the model stamps"):
+            return stamped_models(self._io.collection)
 
     def check_identity(self, identity: dict[str, Any], *, record: bool = True) -> None:
         """Refuse a model set-up other than the collection's; a writer (``record=True``) also
         records ``identity`` on a collection that has none recorded (readers pass ``False``)."""
-        recorded = self.identity()
-        wanted = {k: _scalar(v) for k, v in identity.items()}
-        diff = _identity_diff(recorded, wanted) if recorded else {}
-        if diff:
-            lines = ", ".join(f"{k}: store has {a!r}, requested {b!r}" for k, (a, b) in diff.items())
-            raise StoreMismatchError(
-                f"collection {self.collection.name!r} was built with a different model set-up ({lines}). "
-                "Use the model it was built with, or index into a new collection."
-            )
-        if record and not self._recorded_identity():
-            md = {k: v for k, v in (self.collection.metadata or {}).items() if not k.startswith("hnsw:")}
-            md.update({IDENTITY_PREFIX + k: v for k, v in wanted.items()})
-            self.collection.modify(metadata=md)
-            self._own_write_done()
+        self._io.fresh()
+        check_identity(self._io.collection, identity, record=record)
+        self._io.own_write_done()
 
     # ------------------------------------------------------------------ writing
     def add_document(
@@ -309,12 +177,7 @@ class ChromaSentenceStore:
         def write(version: str) -> None:
             ids = [sentence_id(doc_id, s.index, version) for s in encoded.sentences]
             mds = [sentence_metadata(s.with_doc_id(doc_id), doc_hash, user_md, version) for s in encoded.sentences]
-            step = self._batch_size()
-            for i in range(0, len(ids), step):
-                self.collection.upsert(
-                    ids=ids[i : i + step], embeddings=vecs[i : i + step], metadatas=mds[i : i + step],
-                    documents=docs[i : i + step],
-                )
+            self._io.upsert_sentences(ids, vecs, mds, docs)
 
         self.write_document(
             doc_id, write, n_sentences=len(docs), doc_hash=doc_hash, metadata=user_md,
@@ -332,7 +195,7 @@ class ChromaSentenceStore:
         metadata: dict[str, Any] | None = None,
         text: str | None = None,
     ) -> str:
-        """Run the replace protocol (module docstring) around ``write(version)``; returns the version.
+        """Run the manifest's write protocol around ``write(version)``; returns the version.
 
         ``write`` stores the document's sentences itself (e.g. through a framework's vector
         store), each with id ``sentence_id(doc_id, index, version)`` and ``doc_version=version``
@@ -340,15 +203,10 @@ class ChromaSentenceStore:
         the previous version; if it raises, the previous version stays and the exception
         propagates (a store failure as :class:`StoreError`).
         """
-        self._fresh()
-        user_md = flat_metadata(metadata)
-        version = uuid.uuid4().hex[:12]
-        with _store_errors(f"writing document {doc_id!r}"):
-            previous = self._announce(doc_id, doc_hash, n_sentences, user_md, version)
-            write(version)
-            self._commit(doc_id, doc_hash, n_sentences, user_md, version, text, previous)
-            self._clean(doc_id)
-        self._own_write_done()
+        self._io.fresh()
+        version = self._manifest.write(doc_id, write, n_sentences=n_sentences, doc_hash=doc_hash,
+                                       metadata=metadata, text=text)
+        self._io.own_write_done()
         return version
 
     def delete_document(self, doc_id: str) -> int:
@@ -356,19 +214,24 @@ class ChromaSentenceStore:
 
         The manifest record goes first, so a reader never sees a partly deleted document.
         """
-        self._fresh()
-        with _store_errors(f"deleting document {doc_id!r}"):
-            if self.manifest is not None:
-                self.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[{STATE: _WRITING, DIRTY: True}],
-                                     documents=[""])
-            ids = self._ids_of(doc_id)
-            self._delete_ids(ids)
-            if self.manifest is not None:
-                self.manifest.delete(ids=[doc_id])
-                self._bump()
-        self._own_write_done()
-        return len(ids)
+        self._io.fresh()
+        removed = self._manifest.delete(doc_id)
+        self._io.own_write_done()
+        return removed
 
+    def clean_document(self, doc_id: str) -> int:
+        """Delete the sentences of ``doc_id`` that belong to no committed version; returns how many.
+
+        Finishes a write that was interrupted (or failed) after its first step. Only call it
+        for a document no other process is writing right now (a writer calls it for its own
+        documents).
+        """
+        self._io.fresh()
+        removed = self._manifest.clean(doc_id)
+        self._io.own_write_done()
+        return removed
+
+    # ------------------------------------------------------------------ documents
     def generation(self) -> str | None:
         """A token that changes whenever a document is completed or deleted (``None``: never).
 
@@ -376,163 +239,67 @@ class ChromaSentenceStore:
         (the lexical index of ``store/lexical.py``) can tell cheaply whether any writer -
         this process, another one, a Ray worker - changed the store since they last looked.
         """
-        self._fresh()
-        if self.manifest is None:
-            return None
-        try:
-            fresh = self.manifest._client.get_collection(self.manifest.name, tenant=self.manifest.tenant,
-                                                        database=self.manifest.database)
-            md = fresh.metadata
-        except Exception:  # an old server or a wrapper without these attributes
-            md = self.manifest.metadata
-        value = (md or {}).get(GENERATION_KEY)
-        return None if value is None else str(value)
+        self._io.fresh()
+        return self._manifest.generation()
 
-    def _bump(self) -> None:
-        """Move :meth:`generation` on: after a commit (step 3) and after a delete."""
-        md = {k: v for k, v in (self.manifest.metadata or {}).items() if not k.startswith("hnsw:")}
-        md[GENERATION_KEY] = uuid.uuid4().hex
-        self.manifest.modify(metadata=md)
-
-    def clean_document(self, doc_id: str) -> int:
-        """Delete the sentences of ``doc_id`` that belong to no committed version; returns how many.
-
-        Finishes a write that was interrupted (or failed) after step 1 of the protocol. Only
-        call it for a document no other process is writing right now (a writer calls it for
-        its own documents).
-        """
-        self._fresh()
-        removed = self._clean(doc_id)
-        self._own_write_done()
-        return removed
-
-    def _clean(self, doc_id: str) -> int:
-        if self.manifest is None:
-            return 0
-        with _store_errors(f"cleaning document {doc_id!r}"):
-            rec = self._manifest_records([doc_id]).get(doc_id)
-            if rec is None:
-                return 0
-            committed = rec.get(VERSION) if rec.get(STATE) == _COMPLETE else None
-            got = self.collection.get(where={DOC_ID: doc_id}, include=["metadatas"])
-            stale = [
-                i for i, md in zip(got["ids"], got["metadatas"], strict=True)
-                if not _is_current(md or {}, rec, committed)
-            ]
-            self._delete_ids(stale)
-            if rec.get(DIRTY):
-                self.manifest.update(ids=[doc_id], metadatas=[{DIRTY: None}])
-        return len(stale)
-
-    def _announce(
-        self, doc_id: str, doc_hash: str, n: int, user_md: dict[str, Any], version: str
-    ) -> dict[str, Any] | None:
-        """Step 1: flag the record dirty, keeping a complete previous version visible."""
-        if self.manifest is None:
-            return None
-        previous = self._manifest_records([doc_id]).get(doc_id)
-        if previous is None:
-            previous = self._adopt(doc_id)
-        if previous is not None and previous.get(STATE) == _COMPLETE:
-            self.manifest.update(ids=[doc_id], metadatas=[{DIRTY: True}])
-        else:
-            md = {**user_md, DOC_HASH: doc_hash, STATE: _WRITING, N_SENTENCES: n, VERSION: version, DIRTY: True}
-            self.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[md], documents=[""])
-        return previous
-
-    def _adopt(self, doc_id: str) -> dict[str, Any] | None:
-        """A manifest record for sentences written without one (another tool, an older version).
-
-        They count as the document's complete previous version, so they stay visible while
-        the new version is written (a ``writing`` record would hide them).
-        """
-        got = self.collection.get(where={DOC_ID: doc_id}, include=["metadatas"])
-        if not got["ids"]:
-            return None
-        md = dict(got["metadatas"][0] or {})
-        record = {DOC_HASH: str(md.get(DOC_HASH, "")), STATE: _COMPLETE, N_SENTENCES: len(got["ids"]), DIRTY: True}
-        self.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[record], documents=[""])
-        return record
-
-    def _commit(
-        self, doc_id: str, doc_hash: str, n: int, user_md: dict[str, Any], version: str, text: str | None,
-        previous: dict[str, Any] | None,
-    ) -> None:
-        """Step 3: one upsert makes the new version the visible one.
-
-        Chroma merges metadata on upsert, so keys of the previous record that the new one
-        lacks are removed in the same call (a ``None`` value deletes a key).
-        """
-        if self.manifest is None:
-            return
-        md: dict[str, Any] = {**user_md, DOC_HASH: doc_hash, STATE: _COMPLETE, N_SENTENCES: n, VERSION: version,
-                              DIRTY: True}
-        for key in previous or {}:
-            md.setdefault(key, None)
-        self.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[md], documents=[text or ""])
-        self._bump()
-
-    def _ids_of(self, doc_id: str) -> list[str]:
-        return list(self.collection.get(where={DOC_ID: doc_id}, include=[])["ids"])
-
-    def _delete_ids(self, ids: Sequence[str]) -> None:
-        step = self._batch_size()
-        for i in range(0, len(ids), step):
-            self.collection.delete(ids=list(ids[i : i + step]))
-
-    def _batch_size(self) -> int:
-        try:
-            return max(1, min(int(self.collection._client.get_max_batch_size()), 5000))
-        except Exception:
-            return 1000
-
-    # ------------------------------------------------------------------ documents
     def documents(self, *, include_incomplete: bool = False) -> dict[str, dict[str, Any]]:
         """Manifest records by document id (``state``, ``doc_hash``, ``n_sentences``, metadata)."""
-        self._fresh()
-        if self.manifest is None:
-            return {}
-        with _store_errors("reading the manifest"):
-            got = self.manifest.get(include=["metadatas"])
-        out = {}
-        for doc_id, md in zip(got["ids"], got["metadatas"], strict=True):
-            md = dict(md or {})
-            if include_incomplete or md.get(STATE) == _COMPLETE:
-                out[doc_id] = md
-        return out
+        self._io.fresh()
+        return self._manifest.documents(include_incomplete=include_incomplete)
+
+    def count_documents(self) -> int | None:
+        """Documents the manifest knows, in any state (``None``: the store has no manifest)."""
+        self._io.fresh()
+        return self._manifest.count()
 
     def document_hash(self, doc_id: str) -> str | None:
         """Content hash of a completely stored document, else ``None`` (absent or interrupted)."""
-        rec = self._manifest_records([doc_id]).get(doc_id)
-        return rec[DOC_HASH] if rec and rec.get(STATE) == _COMPLETE else None
+        rec = self._manifest.records([doc_id]).get(doc_id)
+        return rec[DOC_HASH] if is_complete(rec) else None
 
     def document_text(self, doc_id: str) -> str | None:
         """The full text stored with a document, if it was stored."""
-        self._fresh()
-        if self.manifest is None:
-            return None
-        with _store_errors("reading the manifest"):
-            got = self.manifest.get(ids=[doc_id], include=["documents"])
-        return (got["documents"][0] or None) if got["ids"] else None
+        self._io.fresh()
+        return self._manifest.text(doc_id)
 
     def count_sentences(self) -> int:
         """Sentences stored, of every version (while a document is replaced: both)."""
-        self._fresh()
-        with _store_errors("counting sentences"):
-            return int(self.collection.count())
+        self._io.fresh()
+        with store_errors("counting sentences"):
+            return int(self._io.collection.count())
 
-    def _manifest_records(self, doc_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        ids = sorted(set(doc_ids))
-        if self.manifest is None or not ids:
-            return {}
-        with _store_errors("reading the manifest"):
-            got = self.manifest.get(ids=ids, include=["metadatas"])
-        return {i: dict(md or {}) for i, md in zip(got["ids"], got["metadatas"], strict=True)}
+    def document_records(self, doc_ids: Sequence[str]) -> list[tuple[str, str, dict[str, Any]]]:
+        """Every stored record ``(id, text, metadata)`` of ``doc_ids``, of every version.
+
+        For readers that apply the visibility rule themselves against a manifest they read
+        earlier (the lexical index keeps the version it read, ``store.manifest.version_key``).
+        """
+        if not doc_ids:
+            return []
+        self._io.fresh()
+        where = {DOC_ID: {"$in": list(doc_ids)}} if len(doc_ids) > 1 else {DOC_ID: doc_ids[0]}
+        with store_errors("reading sentences"):
+            got = self._io.collection.get(where=where, include=["documents", "metadatas"])
+        return [(rid, text or "", dict(md or {}))
+                for rid, text, md in zip(got["ids"], got["documents"], got["metadatas"], strict=True)]
+
+    def iter_metadata(self, page: int = 10_000) -> Iterator[tuple[str, dict[str, Any]]]:
+        """``(id, metadata)`` of every stored sentence record, read ``page`` records at a time."""
+        self._io.fresh()
+        offset = 0
+        while True:
+            with store_errors("reading sentences"):
+                got = self._io.collection.get(include=["metadatas"], limit=page, offset=offset)
+            for rid, md in zip(got["ids"], got["metadatas"], strict=True):
+                yield rid, dict(md or {})
+            if len(got["ids"]) < page:
+                return
+            offset += page
 
     # ------------------------------------------------------------------ reading
     def query(self, vector: np.ndarray, k: int, *, where: dict[str, Any] | None = None) -> list[Hit]:
         """Top-``k`` sentences by cosine similarity, only from completely stored documents."""
-        self._fresh()
+        self._io.fresh()
         if k <= 0:
             return []
         n = k
@@ -547,7 +314,7 @@ class ChromaSentenceStore:
                 Hit(sentence_from_metadata(text or "", md), self._similarity(float(dist)), dict(md))
                 for text, md, dist in zip(got["documents"][0], got["metadatas"][0], got["distances"][0], strict=True)
             ]
-            visible = self._visible(hits)
+            visible = self._manifest.visible(hits)
             if len(visible) >= k or len(hits) < n:
                 return visible[:k]
             n *= 2
@@ -562,7 +329,7 @@ class ChromaSentenceStore:
         n = int(n)  # Chroma clamps n_results to what it holds; no count() needed
         if n <= 0:
             return []
-        with _store_errors("searching"):
+        with store_errors("searching"):
             got = self.collection.query(
                 query_embeddings=[np.asarray(vector, dtype=np.float32)], n_results=n, where=where,
                 include=["distances"],
@@ -613,14 +380,14 @@ class ChromaSentenceStore:
             out[sentence_id(d, i)] = (rid, text, md)
         rest = [k for k in dict.fromkeys(keys) if k not in out]
         if rest:  # records of other tools, whose ids are not keys
-            with _store_errors("reading sentences"):
+            with store_errors("reading sentences"):
                 got = self.collection.get(ids=rest, where=where, include=include)
             texts = got.get("documents") or [""] * len(got["ids"])
             hits = [
                 Hit(sentence_from_metadata(t or "", md or {}), 0.0, dict(md or {}))
                 for t, md in zip(texts, got["metadatas"], strict=True)
             ]
-            keep = {id(h) for h in self._visible(hits)}
+            keep = {id(h) for h in self._manifest.visible(hits)}
             for rid, t, h in zip(got["ids"], texts, hits, strict=True):
                 if id(h) in keep:
                     out[rid] = (rid, t or "", h.metadata)
@@ -644,8 +411,8 @@ class ChromaSentenceStore:
         (or after a killed write, before the next run) it can return sentences of a version
         that is not the visible one.
         """
-        self._fresh()
-        return self._visible(list(hits))
+        self._io.fresh()
+        return self._manifest.visible(list(hits))
 
     def visible(self, hits: list[Hit]) -> list[Hit]:
         """The hits whose document is completely stored in the version they come from.
@@ -654,12 +421,6 @@ class ChromaSentenceStore:
         of a hybrid search hide a document that is being written.
         """
         return self.visible_hits(hits)
-
-    def _visible(self, hits: list[Hit]) -> list[Hit]:
-        if self.manifest is None:
-            return hits
-        records = self._manifest_records(h.sentence.doc_id for h in hits if h.sentence.doc_id)
-        return [h for h in hits if _is_visible(h.metadata, records.get(str(h.sentence.doc_id)))]
 
     def get_sentences(self, doc_id: str, indices: Iterable[int]) -> dict[int, Sentence]:
         """Stored sentences of a document by index (missing indices are simply absent)."""
@@ -701,8 +462,8 @@ class ChromaSentenceStore:
         docs = sorted(d for d, idx in wanted.items() if idx)
         if not docs:
             return {}
-        self._fresh()
-        records = self._manifest_records(docs)
+        self._io.fresh()
+        records = self._manifest.records(docs)
         out: dict[tuple[str, int], tuple[str, str, dict[str, Any], Any]] = {}
         # A completely stored, versioned document: the ids of its visible records follow from
         # the manifest's version, and a read by id is a key lookup (about 1 ms at 100k
@@ -710,10 +471,10 @@ class ChromaSentenceStore:
         # "Query latency"). Everything else (documents without a manifest entry, written
         # before versions existed, or being written) takes the filter.
         by_id = {d: str(records[d][VERSION]) for d in docs
-                 if records.get(d, {}).get(STATE) == _COMPLETE and records[d].get(VERSION)}
+                 if records.get(d, {}).get(STATE) == COMPLETE and records[d].get(VERSION)}
         if by_id:
             ids = [sentence_id(d, i, v) for d, v in by_id.items() for i in sorted(wanted[d])]
-            with _store_errors("reading sentences"):
+            with store_errors("reading sentences"):
                 got = self.collection.get(ids=ids, where=where, include=include)
             self._collect(got, wanted, records, embeddings, out)
             for d in list(by_id):  # a record missing under its id (written outside the protocol,
@@ -730,7 +491,7 @@ class ChromaSentenceStore:
         if where:
             parts.append(where)
         query = parts[0] if len(parts) == 1 else {"$and": parts}
-        with _store_errors("reading sentences"):
+        with store_errors("reading sentences"):
             got = self.collection.get(where=query, include=include)
         self._collect(got, {d: wanted[d] for d in rest}, records, embeddings, out)
         return out
@@ -749,7 +510,7 @@ class ChromaSentenceStore:
             if i not in wanted.get(d, ()):
                 continue
             rec = records.get(d)
-            if rec is not None and not _is_visible(md, rec):
+            if rec is not None and not is_visible(md, rec):
                 continue
             vec = np.asarray(vecs[j], dtype=np.float32) if vecs is not None else None
             out[(d, i)] = (rid, text or "", md, vec)
@@ -803,99 +564,21 @@ class ChromaSentenceStore:
         While a document is being replaced both versions are stored; the manifest says
         which one is visible (one extra small read, only when versioned sentences exist).
         """
-        self._fresh()
-        with _store_errors(f"reading document {doc_id!r}"):
+        self._io.fresh()
+        with store_errors(f"reading document {doc_id!r}"):
             got = self.collection.get(where=where, include=include)
         mds = [dict(md or {}) for md in got["metadatas"]]
         rec: dict[str, Any] | None = None
-        if any(VERSION in md for md in mds) and self.manifest is not None:
-            rec = self._manifest_records([doc_id]).get(doc_id)
+        if any(VERSION in md for md in mds) and self._manifest.present:
+            rec = self._manifest.records([doc_id]).get(doc_id)
         vecs = got.get("embeddings") if embeddings else None
         out = []
         for j, (rid, text, md) in enumerate(zip(got["ids"], got["documents"], mds, strict=True)):
-            if rec is not None and not _is_visible(md, rec):
+            if rec is not None and not is_visible(md, rec):
                 continue
             vec = np.asarray(vecs[j], dtype=np.float32) if vecs is not None else None
             out.append((rid, text or "", md, vec))
         return out
-
-
-def _identity_diff(recorded: dict[str, Any], wanted: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
-    """Fields where ``wanted`` differs from ``recorded`` (optional fields only where both have them;
-    a field with a default, :data:`IDENTITY_DEFAULTS`, also where only ``recorded`` has it)."""
-    out = {
-        k: (recorded.get(k, IDENTITY_DEFAULTS.get(k)), v) for k, v in wanted.items()
-        if recorded.get(k, IDENTITY_DEFAULTS.get(k)) != v and not (k in OPTIONAL_IDENTITY and k not in recorded)
-    }
-    for k, default in IDENTITY_DEFAULTS.items():
-        if k in recorded and k not in wanted and recorded[k] != default:
-            out[k] = (recorded[k], default)
-    return out
-
-
-def _is_visible(metadata: dict[str, Any], record: dict[str, Any] | None) -> bool:
-    """Whether a stored sentence is part of what readers see (see the module docstring)."""
-    if record is None:
-        return True  # written by another tool without a manifest: trust it
-    if record.get(STATE) != _COMPLETE:
-        return False
-    return _is_current(metadata, record, record.get(VERSION))
-
-
-def _is_current(metadata: dict[str, Any], record: dict[str, Any], committed: Any) -> bool:
-    """Whether a sentence belongs to the committed version ``committed`` of its document."""
-    if committed:
-        return metadata.get(VERSION) == committed
-    if record.get(STATE) != _COMPLETE:
-        return False  # a document that never completed has no version to keep
-    # a record written before versions existed: its sentences carry no version, same hash
-    return VERSION not in metadata and metadata.get(DOC_HASH, record.get(DOC_HASH)) == record.get(DOC_HASH)
-
-
-@contextmanager
-def _store_errors(what: str) -> Iterator[None]:
-    """Turn anything the Chroma client raises into :class:`StoreError` (saying what was being done)."""
-    try:
-        yield
-    except (StoreError, StoreMismatchError):
-        raise
-    except Exception as exc:  # noqa: BLE001 - chromadb raises many kinds for one dead server
-        raise StoreError(f"store failed while {what}: {type(exc).__name__}: {_one_line(exc)}") from exc
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text if len(text) <= 300 else text[:297] + "..."
-
-
-def _local_path(collection: Any) -> str | None:
-    """The folder of a PersistentClient's collection (``None`` for a server or in memory)."""
-    try:
-        settings = collection._client.get_settings()
-    except Exception:  # noqa: BLE001 - not a chromadb collection (or an older client)
-        return None
-    path = getattr(settings, "persist_directory", None)
-    if not getattr(settings, "is_persistent", False) or not path or not Path(path, "chroma.sqlite3").exists():
-        return None
-    return str(path)
-
-
-def _signature(path: str) -> tuple[Any, ...]:
-    """What changes whenever any process writes the store: the SQLite files' size and mtime."""
-    out: list[Any] = []
-    for name in ("chroma.sqlite3", "chroma.sqlite3-wal"):
-        try:
-            st = os.stat(os.path.join(path, name))
-        except OSError:
-            out.append(None)
-        else:
-            out.append((st.st_mtime_ns, st.st_size, st.st_ino))
-    return tuple(out)
-
-
-def _recent(signature: tuple[Any, ...], within_s: float = 0.05) -> bool:
-    newest = max((part[0] for part in signature if part is not None), default=0)
-    return time.time_ns() - newest < within_s * 1e9
 
 
 def _space(collection: Any) -> str:
@@ -904,22 +587,5 @@ def _space(collection: Any) -> str:
     return str(hnsw.get("space") or (collection.metadata or {}).get("hnsw:space") or "l2")
 
 
-def _manifest_name(name: str) -> str:
-    return f"{name}__documents"
 
-
-def _scalar(value: Any) -> str | int | float | bool:
-    return value if isinstance(value, str | int | float | bool) else ("" if value is None else str(value))
-
-
-__all__ = [
-    "DEFAULT_COLLECTION",
-    "DEFAULT_DB",
-    "INDEX",
-    "MEMORY",
-    "ChromaSentenceStore",
-    "StoreError",
-    "StoreMismatchError",
-    "content_hash",
-    "make_client",
-]
+__all__ = ["ChromaSentenceStore"]

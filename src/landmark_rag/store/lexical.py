@@ -46,12 +46,12 @@ from typing import Any
 import numpy as np
 
 from landmark_rag.store.analyzer import ANALYZER_VERSION, language_name, make_analyzer
-from landmark_rag.store.schema import DOC_HASH, DOC_ID, INDEX, VERSION, sentence_from_metadata, sentence_id
+from landmark_rag.store.manifest import is_complete, version_key
+from landmark_rag.store.schema import DOC_ID, INDEX, N_SENTENCES, sentence_id
 from landmark_rag.types import Hit
 
 LEXICAL_DIR = "landmark_lexical"
 _FORMAT = 1
-_COMPLETE = "complete"
 _SCANNED = "scan:"  # key prefix of documents without a manifest record
 
 
@@ -195,8 +195,8 @@ class StoreLexicalIndex:
         generation = self.store.generation()
         if generation is not None:
             return (generation,)
-        manifest = self.store.manifest
-        return (None, int(manifest.count()) if manifest is not None else -1, int(self.store.count_sentences()))
+        documents = self.store.count_documents()
+        return (None, documents if documents is not None else -1, int(self.store.count_sentences()))
 
     def __len__(self) -> int:
         return len(self.snapshot().index)
@@ -242,18 +242,18 @@ class StoreLexicalIndex:
         The key is the committed ``doc_version`` (records written before versions existed:
         the ``doc_hash``); only the sentences of that version are indexed.
         """
-        manifest_docs = self.store.documents(include_incomplete=True) if self.store.manifest is not None else {}
+        manifest_docs = self.store.documents(include_incomplete=True)
         wanted = {
-            d: (str(md.get(VERSION) or md.get(DOC_HASH, "")), int(md["n_sentences"]) if "n_sentences" in md else None)
+            d: (version_key(md), int(md[N_SENTENCES]) if N_SENTENCES in md else None)
             for d, md in manifest_docs.items()
-            if md.get("state") == _COMPLETE
+            if is_complete(md)
         }
         expected = sum(n or 0 for _, n in wanted.values())
         writing = len(wanted) != len(manifest_docs)
-        if self.store.manifest is None or (not writing and self.store.count_sentences() != expected):
+        if not self.store.has_manifest or (not writing and self.store.count_sentences() != expected):
             # sentences written without a manifest (e.g. LlamaIndex's ChromaVectorStore): read
             # their metadata once and key each such document by a hash of its records
-            for d, key in _scan_foreign(self.store.collection, set(manifest_docs)).items():
+            for d, key in _scan_foreign(self.store.iter_metadata(), set(manifest_docs)).items():
                 wanted[d] = (_SCANNED + key, None)
         return wanted
 
@@ -270,21 +270,16 @@ class StoreLexicalIndex:
         step = 64
         for i in range(0, len(doc_ids), step):
             batch = list(doc_ids[i : i + step])
-            got = self.store.collection.get(
-                where={DOC_ID: {"$in": batch}} if len(batch) > 1 else {DOC_ID: batch[0]},
-                include=["documents", "metadatas"],
-            )
             per: dict[str, list[tuple[int, str, str]]] = {d: [] for d in batch}
-            for sid, text, md in zip(got["ids"], got["documents"], got["metadatas"], strict=True):
-                md = md or {}
+            for sid, text, md in self.store.document_records(batch):
                 d = str(md.get(DOC_ID))
                 if d not in per:
                     continue
                 key = wanted[d][0]
                 if not key.startswith(_SCANNED):
                     # only the committed version (a replace in progress stores two): the
-                    # store's visibility rule, see store/chroma.py
-                    if str(md.get(VERSION) or md.get(DOC_HASH, "")) != key:
+                    # store's visibility rule, see store/manifest.py
+                    if version_key(md) != key:
                         continue
                     sid = sentence_id(d, int(md.get(INDEX, 0)))  # versioned record id -> sentence key
                 per[d].append((int(md.get(INDEX, 0)), sid, text or ""))
@@ -423,22 +418,18 @@ class StoreLexicalIndex:
     @staticmethod
     def _stale(snap: _Snapshot, hit: Hit) -> bool:
         doc = snap.docs.get(str(hit.sentence.doc_id))
-        stored = hit.metadata.get(VERSION) or hit.metadata.get(DOC_HASH)
-        return doc is not None and stored is not None and not doc.key.startswith(_SCANNED) and doc.key != stored
+        stored = version_key(hit.metadata)
+        return doc is not None and stored != "" and not doc.key.startswith(_SCANNED) and doc.key != stored
 
 
 def _cache_dir(store: Any, cache_dir: str | os.PathLike[str] | bool | None) -> Path | None:
     if cache_dir is False:
         return None
-    name = _safe(str(store.collection.name))
+    name = _safe(store.name)
     if cache_dir not in (None, True):
         return Path(os.fspath(cache_dir)) / name  # type: ignore[arg-type]
-    try:
-        settings = store.collection._client.get_settings()
-        if settings.is_persistent and settings.persist_directory and not getattr(settings, "chroma_server_host", None):
-            return Path(settings.persist_directory) / LEXICAL_DIR / name
-    except Exception:
-        pass
+    if store.local_path is not None:
+        return Path(store.local_path) / LEXICAL_DIR / name
     return None  # a server store: memory only unless the caller names a folder
 
 
@@ -446,20 +437,14 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
 
-def _scan_foreign(collection: Any, known: Iterable[str], page: int = 10_000) -> dict[str, str]:
+def _scan_foreign(records: Iterable[tuple[str, dict[str, Any]]], known: Iterable[str]) -> dict[str, str]:
     """``doc_id -> key`` for documents with sentences but no manifest record."""
     known = set(known)
     parts: dict[str, list[str]] = {}
-    offset = 0
-    while True:
-        got = collection.get(include=["metadatas"], limit=page, offset=offset)
-        for sid, md in zip(got["ids"], got["metadatas"], strict=True):
-            d = str((md or {}).get(DOC_ID, sid.rsplit(":", 1)[0]))
-            if d not in known:
-                parts.setdefault(d, []).append(sid + "|" + json.dumps(md, sort_keys=True, default=str))
-        if len(got["ids"]) < page:
-            break
-        offset += page
+    for sid, md in records:
+        d = str(md.get(DOC_ID, sid.rsplit(":", 1)[0]))
+        if d not in known:
+            parts.setdefault(d, []).append(sid + "|" + json.dumps(md, sort_keys=True, default=str))
     return {d: hashlib.sha256("\n".join(sorted(p)).encode()).hexdigest() for d, p in parts.items()}
 
 

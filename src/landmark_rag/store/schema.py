@@ -1,11 +1,13 @@
-"""How a sentence is laid out in a vector store: ids and flat metadata.
+"""How a store is laid out in Chroma: sentence ids, flat metadata, manifest and collection keys.
 
 One schema for every writer (core store, LlamaIndex nodes, LangChain documents, CLI), so a
-collection written by one can be read and expanded by another.
+collection written by one can be read and expanded by another. Every key and value a store
+writes is named here once; existing stores depend on them, so they never change.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -21,7 +23,7 @@ DOC_HASH = "doc_hash"
 #: absent on sentences written by other tools or by versions before the protocol had it.
 VERSION = "doc_version"
 #: The model that embedded the sentence, on records written without the store (a LlamaIndex
-#: ``ChromaVectorStore``): see ``landmark_rag.store.stamp``.
+#: ``ChromaVectorStore``): see ``landmark_rag.store.identity``.
 MODEL = "landmark_model"
 MODEL_ID = "landmark_model_id"
 SCHEMA_KEYS = (DOC_ID, INDEX, START, END, SPACE_BEFORE, DOC_HASH)
@@ -34,6 +36,25 @@ N_SENTENCES = "n_sentences"
 #: Set while a write of the document may have left sentences of another version behind.
 DIRTY = "dirty"
 MANIFEST_KEYS = (DOC_HASH, STATE, N_SENTENCES, VERSION, DIRTY)
+#: Values of ``STATE``: a document being written for the first time is hidden; a complete
+#: one is visible in the version the record names.
+WRITING = "writing"
+COMPLETE = "complete"
+
+#: Prefix of the keys landmark-rag puts on a sentence collection's metadata (the model
+#: identity, ``landmark_rag:model_name`` ...) and on its manifest's (``GENERATION_KEY``).
+IDENTITY_PREFIX = "landmark_rag:"
+#: On the manifest collection: a token that moves whenever a document is completed or deleted.
+GENERATION_KEY = IDENTITY_PREFIX + "generation"
+#: On the sentence collection: where the model was loaded from, and its vector dimension
+#: (informative, never compared: see ``store/identity.py``).
+SOURCE_KEY = "landmark_rag_cli:model_source"
+DIM_KEY = "landmark_rag_cli:dim"
+
+
+def content_hash(text: str) -> str:
+    """Hash identifying a document's content (``DOC_HASH``; used to skip unchanged documents)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def sentence_id(doc_id: str, index: int, version: str | None = None) -> str:

@@ -1,0 +1,375 @@
+"""The one write path: every document that any entry point stores goes through these steps.
+
+``LandmarkIndex.add_texts`` / ``add_files`` (and so the CLI's ``index``, the LangChain
+retriever) and the Ray workers and driver all call them; each rule below exists here only::
+
+    files ─ find_files ─ file_documents ─┐   (ingest/discover.py, ingest/sources.py:
+    texts ─ text_documents ──────────────┼─▶ SourceDocument   decode, bad files skipped)
+    Ray rows ─ row_document ─────────────┘        │
+                                                  ▼ plan: is_unchanged?  (StoreState, read once)
+                  unchanged ─▶ finish_unchanged   │ changed or new
+                  (clean a dirty record)          ▼ in_groups: a token budget per group
+                                                  ▼ encode_group: the group at once, else one by one
+                                                  ▼ stored_form: what is stored for the document
+                                                  ▼ store_document: the manifest's write protocol
+                                                  ▼ FileOutcome ─▶ IndexReport
+
+Guarantees: an unchanged document (same content hash and metadata as its complete stored
+version) is neither encoded nor written, and the model is loaded only once a document needs
+encoding; a bad document costs only itself (``errors="report"``: a ``skipped`` outcome);
+a failing store stops the run with :class:`~landmark_rag.ingest.report.StoreFailedError`
+carrying the report of what was done, every unfinished document keeping its previous
+version; Ctrl-C ends the run with ``report.interrupted`` set; an interrupted write is
+finished by the next run (its own new write, or :func:`finish_unchanged`).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from tqdm.auto import tqdm
+
+from landmark_rag.ingest.decode import BadFileError
+from landmark_rag.ingest.report import FileOutcome, IndexReport, Status, StoreFailedError
+from landmark_rag.ingest.sources import FILE_ROOT, FILE_SOURCE, SourceDocument
+from landmark_rag.progress import bar_options
+from landmark_rag.store import StoreError, flat_metadata
+from landmark_rag.store.manifest import is_complete, record_metadata
+from landmark_rag.store.schema import DIRTY, DOC_HASH
+from landmark_rag.types import EncodedDocument
+
+#: Tokens encoded together at most: enough to fill encoder batches with short documents,
+#: small enough that memory stays bounded and progress and interruption stay fine-grained.
+GROUP_TOKENS = 16_384
+#: Documents encoded together at most.
+GROUP_DOCS = 32
+#: Characters per token assumed when a group's budget is checked before tokenizing.
+CHARS_PER_TOKEN = 4
+
+#: ``report``: a document's own failure is a ``skipped`` outcome, Ctrl-C ends the run with
+#: a report, a store failure raises :class:`StoreFailedError` (folders, Ray); ``raise``:
+#: every failure propagates as raised (the Python API, which validated its input first).
+Errors = Literal["report", "raise"]
+
+
+# ---------------------------------------------------------------------------- encoding
+def encoder_batch_size(encoder: Any, batch_size: int | None = None) -> int:
+    """Encoder inputs per forward pass for documents: ``batch_size``, else 64 for ``sentence``
+    pooling (its inputs are single sentences, far shorter than windows), else 16 windows."""
+    if batch_size is not None:
+        return batch_size
+    return 64 if encoder.config.pooling == "sentence" else 16
+
+
+def count_tokens(encoder: Any, text: str) -> int:
+    """Tokens of a whole document (for tokens/s), without the tokenizer's too-long warning."""
+    tokenizer = getattr(encoder, "tokenizer", None)
+    if tokenizer is None:
+        return int(encoder.count_tokens(text))
+    return len(tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+
+
+@dataclass(frozen=True)
+class DocumentEncoder:
+    """How a run encodes: ``encode(texts, doc_ids)`` in context, and ``count_tokens`` for its
+    tokens/s (``None``: not counted)."""
+
+    encode: Callable[[list[str], list[str]], Sequence[EncodedDocument]]
+    count_tokens: Callable[[str], int] | None = None
+
+    @classmethod
+    def of(cls, encoder: Any, batch_size: int | None = None) -> DocumentEncoder:
+        """A ``LandmarkEncoder``'s ``encode_documents`` with :func:`encoder_batch_size`."""
+        size = encoder_batch_size(encoder, batch_size)
+
+        def encode(texts: list[str], doc_ids: list[str]) -> Sequence[EncodedDocument]:
+            return encoder.encode_documents(texts, doc_ids=doc_ids, batch_size=size)
+
+        return cls(encode, functools.partial(count_tokens, encoder))
+
+
+# ---------------------------------------------------------------------------- skip and finish
+def is_unchanged(record: Mapping[str, Any] | None, doc: SourceDocument) -> bool:
+    """The skip rule: a document is unchanged when its completely stored version has the same
+    content hash and the same metadata (a file's metadata, its path and root, is stable)."""
+    if record is None or not is_complete(record) or record.get(DOC_HASH) != doc.doc_hash:
+        return False
+    return record_metadata(record) == flat_metadata(dict(doc.metadata))
+
+
+@dataclass(frozen=True)
+class StoreState:
+    """The manifest as a run found it, read once: every skip decision of the run (and of each
+    Ray worker, which receives a copy) uses this snapshot instead of asking the store."""
+
+    records: dict[str, dict[str, Any]]
+
+    @classmethod
+    def read(cls, store: Any) -> StoreState:
+        return cls(store.documents(include_incomplete=True))
+
+    def is_unchanged(self, doc: SourceDocument) -> bool:
+        return is_unchanged(self.records.get(doc.doc_id), doc)
+
+    def knows(self, doc_id: str) -> bool:
+        """Whether the store has the id already (complete or interrupted): writing it updates."""
+        return doc_id in self.records
+
+    def is_dirty(self, doc_id: str) -> bool:
+        return bool(self.records.get(doc_id, {}).get(DIRTY))
+
+
+def finish_unchanged(store: Any, state: StoreState, doc_id: str) -> None:
+    """The rule for a document an interrupted write left ``dirty``: one that comes back
+    unchanged has its leftover sentences deleted now; a changed one is finished by its own
+    new write. Call it only for documents this run owns."""
+    if state.is_dirty(doc_id):
+        store.clean_document(doc_id)
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A document to encode and write, and the status it gets once written."""
+
+    doc: SourceDocument
+    status: Status
+
+
+def plan(doc: SourceDocument, state: StoreState, *, skip_unchanged: bool = True) -> Pending | FileOutcome:
+    """``unchanged`` (:func:`is_unchanged`), or pending as ``indexed`` (new) or ``updated``."""
+    if skip_unchanged and state.is_unchanged(doc):
+        return FileOutcome(doc.doc_id, doc.name, "unchanged")
+    return Pending(doc, "updated" if state.knows(doc.doc_id) else "indexed")
+
+
+# ---------------------------------------------------------------------------- group and encode
+def in_groups(
+    items: Iterable[Pending | FileOutcome], tokens: int = GROUP_TOKENS, max_docs: int = GROUP_DOCS
+) -> Iterator[FileOutcome | list[Pending]]:
+    """Outcomes as they come, pending documents gathered into encoding groups (in order).
+
+    A group closes at about ``tokens`` tokens (``CHARS_PER_TOKEN`` characters each) or
+    ``max_docs`` documents.
+    """
+    group: list[Pending] = []
+    chars = 0
+    for item in items:
+        if isinstance(item, FileOutcome):
+            yield item
+            continue
+        group.append(item)
+        chars += len(item.doc.text)
+        if chars >= tokens * CHARS_PER_TOKEN or len(group) >= max_docs:
+            yield group
+            group, chars = [], 0
+    if group:
+        yield group
+
+
+def encode_group(
+    group: Sequence[Pending], encoder: DocumentEncoder, errors: Errors
+) -> list[EncodedDocument | Exception]:
+    """The group encoded together; if that fails, one by one, so that a document the encoder
+    fails on costs only itself (its entry is the exception). ``raise``: a failure propagates."""
+    texts, ids = [p.doc.text for p in group], [p.doc.doc_id for p in group]
+    if errors == "raise":
+        return list(encoder.encode(texts, ids))
+    try:
+        return list(encoder.encode(texts, ids))
+    except Exception:  # noqa: BLE001 - isolate the failing document below
+        pass
+    out: list[EncodedDocument | Exception] = []
+    for text, doc_id in zip(texts, ids, strict=True):
+        try:
+            out.extend(encoder.encode([text], [doc_id]))
+        except Exception as exc:  # noqa: BLE001 - that document's outcome
+            out.append(exc)
+    return out
+
+
+# ---------------------------------------------------------------------------- write
+@dataclass(frozen=True)
+class StoredDocument:
+    """What the store writes for one document: its sentences with their vectors, the
+    metadata stored with each of them, and its content hash."""
+
+    encoded: EncodedDocument
+    metadata: dict[str, Any]
+    doc_hash: str
+
+
+def stored_form(doc: SourceDocument, encoded: EncodedDocument) -> StoredDocument:
+    """What is stored for an encoded document: the one place a source document's own
+    information (its metadata; per-sentence information such as pages would go here too)
+    is attached to its sentences."""
+    return StoredDocument(encoded, dict(doc.metadata), doc.doc_hash)
+
+
+def store_document(store: Any, stored: StoredDocument) -> int:
+    """Write one document through the store's manifest protocol; returns its sentences."""
+    return store.add_document(stored.encoded, metadata=stored.metadata, doc_hash=stored.doc_hash)
+
+
+def store_outcome(store: Any, stored: StoredDocument, done: FileOutcome, errors: Errors = "report") -> FileOutcome:
+    """Write ``stored``: ``done`` when it was written, else (a document the store refuses) a
+    ``skipped`` outcome. A failure of the store itself raises :class:`StoreError`."""
+    try:
+        store_document(store, stored)
+    except StoreError:
+        raise  # the store failed, not this document: the run stops, the previous version stays
+    except Exception as exc:  # noqa: BLE001 - reported, the run goes on
+        if errors == "raise":
+            raise
+        return FileOutcome(done.doc_id, done.source, "skipped", f"failed to store: {type(exc).__name__}: {exc}")
+    return done
+
+
+def write_encoded(
+    store: Any, pending: Pending, encoded: EncodedDocument | Exception, encoder: DocumentEncoder,
+    errors: Errors = "report",
+) -> FileOutcome:
+    """Store one encoded document (:func:`stored_form`, :func:`store_outcome`); a document the
+    encoder failed on, or found no sentence in, is ``skipped``."""
+    doc = pending.doc
+    try:
+        if isinstance(encoded, Exception):
+            raise encoded
+        if len(encoded) == 0:
+            raise BadFileError("no sentences found")
+    except BadFileError as exc:
+        if errors == "raise":
+            raise
+        return FileOutcome(doc.doc_id, doc.name, "skipped", exc.reason)
+    except Exception as exc:  # noqa: BLE001 - the encoder's failure on this document
+        if errors == "raise":
+            raise
+        return FileOutcome(doc.doc_id, doc.name, "skipped", f"failed to encode: {type(exc).__name__}: {exc}")
+    tokens = encoder.count_tokens(doc.text) if encoder.count_tokens is not None else 0
+    done = FileOutcome(doc.doc_id, doc.name, pending.status, sentences=len(encoded.sentences), tokens=tokens)
+    return store_outcome(store, stored_form(doc, encoded), done, errors)
+
+
+# ---------------------------------------------------------------------------- a run
+class Progress:
+    """The outcomes of a run as they come: its report, and a progress bar with tokens/s."""
+
+    def __init__(self, report: IndexReport, total: int | None, desc: str, show_progress: bool | None) -> None:
+        self.report, self.total, self.done = report, total, 0
+        self.started = time.perf_counter()
+        self.bar = tqdm(total=total, desc=desc, unit="doc", dynamic_ncols=True, **bar_options(show_progress))
+
+    def add(self, outcome: FileOutcome) -> None:
+        self.report.outcomes.append(outcome)
+        self.done += 1
+        self.bar.update(1)
+        if outcome.tokens:
+            elapsed = max(time.perf_counter() - self.started, 1e-9)
+            self.bar.set_postfix_str(f"{self.report.tokens / elapsed:,.0f} tok/s", refresh=False)
+
+    @property
+    def not_reached(self) -> int:
+        return self.total - self.done if self.total is not None else 0
+
+
+@contextmanager
+def tracked_run(
+    report: IndexReport, *, total: int | None, desc: str, show_progress: bool | None, errors: Errors,
+) -> Iterator[Progress]:
+    """How every run ends: Ctrl-C sets ``report.interrupted``, a failing store raises
+    :class:`StoreFailedError` with the report (``raise``: both propagate as they are); the
+    bar is closed and ``report.seconds`` set whatever happens."""
+    progress = Progress(report, total, desc, show_progress)
+    try:
+        yield progress
+    except KeyboardInterrupt:
+        if errors == "raise":
+            raise
+        report.interrupted, report.not_reached = True, progress.not_reached
+    except StoreError as exc:
+        if errors == "raise":
+            raise
+        report.not_reached = progress.not_reached
+        raise StoreFailedError(str(exc), report) from exc
+    finally:
+        progress.bar.close()
+        report.seconds = time.perf_counter() - progress.started
+
+
+def write_documents(
+    store: Any,
+    documents: Iterable[SourceDocument | FileOutcome],
+    encoder: Callable[[], DocumentEncoder],
+    *,
+    state: StoreState | None = None,
+    skip_unchanged: bool = True,
+    errors: Errors = "report",
+    total: int | None = None,
+    desc: str = "writing",
+    show_progress: bool | None = False,
+    group_tokens: int = GROUP_TOKENS,
+) -> IndexReport:
+    """Write ``documents`` into ``store`` (outcomes given instead of a document are reported as
+    they are); returns the report.
+
+    ``encoder`` is called once, when the first document needs encoding: a run over unchanged
+    documents never loads a model. ``state``: the manifest snapshot to decide skips by (read
+    from ``store`` when ``None``). ``total``: documents expected, for the bar and
+    ``report.not_reached``. See the module docstring for what ``errors`` changes.
+    """
+    state = state if state is not None else StoreState.read(store)
+    load = functools.cache(encoder)
+    report = IndexReport()
+    with tracked_run(report, total=total, desc=desc, show_progress=show_progress, errors=errors) as progress:
+        planned = (d if isinstance(d, FileOutcome) else plan(d, state, skip_unchanged=skip_unchanged)
+                   for d in documents)
+        for item in in_groups(planned, group_tokens):
+            if isinstance(item, FileOutcome):
+                if item.status == "unchanged":
+                    finish_unchanged(store, state, item.doc_id)
+                progress.add(item)
+                continue
+            for pending, encoded in zip(item, encode_group(item, load(), errors), strict=True):
+                progress.add(write_encoded(store, pending, encoded, load(), errors))
+    return report
+
+
+def prune_missing(store: Any, roots: Iterable[Path]) -> list[str]:
+    """Delete documents indexed from a file under one of ``roots`` that no longer exists."""
+    roots = {str(Path(r).resolve()) for r in roots}
+    gone = []
+    for doc_id, md in store.documents(include_incomplete=True).items():
+        source = md.get(FILE_SOURCE)
+        if md.get(FILE_ROOT) in roots and isinstance(source, str) and not Path(source).exists():
+            store.delete_document(doc_id)
+            gone.append(doc_id)
+    return sorted(gone)
+
+
+__all__ = [
+    "GROUP_DOCS",
+    "GROUP_TOKENS",
+    "DocumentEncoder",
+    "Pending",
+    "StoreState",
+    "StoredDocument",
+    "count_tokens",
+    "encode_group",
+    "encoder_batch_size",
+    "finish_unchanged",
+    "in_groups",
+    "is_unchanged",
+    "plan",
+    "prune_missing",
+    "store_document",
+    "store_outcome",
+    "stored_form",
+    "tracked_run",
+    "write_documents",
+    "write_encoded",
+]
