@@ -57,3 +57,12 @@ def test_a_page_with_only_boilerplate_is_empty():
     with pytest.raises(DocumentError) as info:
         extract(html, suffix=".html")
     assert info.value.reason == "empty HTML page (no text)"
+
+
+def test_comments_inside_a_paragraph_are_not_text():
+    html = (
+        b"<html><body><article><p>The valve opens at dawn <!-- editor: check this --> and closes at dusk, "
+        b"every day of the year without exception.</p></article></body></html>"
+    )
+    text = extract(html, suffix=".html").text
+    assert "editor" not in text and "opens at dawn and closes at dusk" in text

@@ -110,7 +110,9 @@ def _inline(element: Any, *, source_lines: bool = False) -> str:
 
     parts = [piece(element.text)]
     for child in element:
-        if child.tag == "lb":
+        if not isinstance(child.tag, str):  # a comment or processing instruction: only its tail is text
+            pass
+        elif child.tag == "lb":
             parts.append("\n")
         elif child.tag not in _NESTED:
             parts.append(_inline(child, source_lines=source_lines))
