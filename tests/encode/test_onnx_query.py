@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from landmark_rag import LandmarkEncoder
 from landmark_rag.cli import _register, app
-from landmark_rag.encode.onnx_query import (
+from landmark_rag.encode.export.onnx_query import (
     OnnxQueryEncoder,
     export_path,
     export_query_model,

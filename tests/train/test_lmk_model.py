@@ -68,7 +68,7 @@ def test_plain_merge_matches_peft(lmk):
     """The adapter (LoRA + the trained [LMK] row) merges without peft to the same weights."""
     from transformers import AutoModel
 
-    from landmark_rag.encode.loading import resolve
+    from landmark_rag.encode.models.registry import resolve
     from landmark_rag.models.lora import merge_lora
 
     base = AutoModel.from_pretrained(resolve(BASE_MODEL).path)

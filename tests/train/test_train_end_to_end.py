@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from landmark_rag import LandmarkEncoder
-from landmark_rag.encode.loading import resolve
+from landmark_rag.encode.models.registry import resolve
 from landmark_rag.train import StageConfig, TrainConfig, Trainer, load_articles
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "squad-v1.1-dev-part-a.json"

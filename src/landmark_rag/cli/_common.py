@@ -123,7 +123,7 @@ def open_query_index(db: str, collection: str, *, model: str | None, device: str
     loads the torch encoder, which also checks it against the store.
     """
     if model is None and device in (None, "cpu"):
-        from landmark_rag.encode.onnx_query import enabled, load_query_encoder
+        from landmark_rag.encode.export.onnx_query import enabled, load_query_encoder
 
         if enabled():
             from landmark_rag.index import LandmarkIndex
@@ -139,7 +139,7 @@ def open_query_index(db: str, collection: str, *, model: str | None, device: str
 def export_for_queries(encoder: Any) -> None:
     """Export ``encoder``'s query network for later cold queries (``encode.onnx_query``);
     a no-op when it already exists, is switched off, or the encoder cannot be exported."""
-    from landmark_rag.encode.onnx_query import enabled, export_query_model, exportable
+    from landmark_rag.encode.export.onnx_query import enabled, export_query_model, exportable
 
     if enabled() and exportable(encoder):
         export_query_model(encoder)

@@ -23,7 +23,7 @@ def info_command(
     """
     from pathlib import Path
 
-    from landmark_rag.encode.loading import cache_dir
+    from landmark_rag.encode.models.loading import cache_dir
     from landmark_rag.ingest import recorded_dim, recorded_model
 
     store = open_existing_store(db, collection)

@@ -81,7 +81,7 @@ def train_command(
     threads: Optional[int] = typer.Option(None, help="torch CPU threads."),
 ) -> None:
     """Train with the position-aware contrastive objective (pairwise, pseudo and long-document stages)."""
-    from landmark_rag.encode.registry import ModelNotFoundError
+    from landmark_rag.encode.models.registry import ModelNotFoundError
     from landmark_rag.train import TrainConfig, train
     from landmark_rag.train.config import TrainingInputError
 

@@ -8,7 +8,8 @@ unchanged re-index) start without paying for them.
 from typing import TYPE_CHECKING, Any
 
 from landmark_rag.encode.config import CONFIG_NAME, LandmarkConfig
-from landmark_rag.encode.loading import ModelNotFoundError, cache_dir
+from landmark_rag.encode.models.loading import cache_dir
+from landmark_rag.encode.models.registry import ModelNotFoundError
 
 if TYPE_CHECKING:
     from landmark_rag.encode.encoder import LandmarkEncoder

@@ -16,14 +16,14 @@ import torch
 from tqdm.auto import tqdm
 
 from landmark_rag.encode.config import LandmarkConfig
-from landmark_rag.encode.fingerprint import weights_fingerprint
+from landmark_rag.encode.models.fingerprint import weights_fingerprint
 from landmark_rag.encode.layout import Job, document_jobs, query_jobs, standalone_jobs, tokenize_sentences
-from landmark_rag.encode.loading import load_hf, materialise_gguf, pick_device, pick_dtype
-from landmark_rag.encode.malloc import pin_mmap_threshold
-from landmark_rag.encode.parallel import auto_workers, run_batches
+from landmark_rag.encode.models.loading import load_hf, materialise_gguf, pick_device, pick_dtype
+from landmark_rag.encode.runtime.malloc import pin_mmap_threshold
+from landmark_rag.encode.runtime.parallel import auto_workers, run_batches
 from landmark_rag.encode.pooling import last_hidden, pad_batch, pool
-from landmark_rag.encode.precision import autocast, default_document_autocast
-from landmark_rag.encode.registry import ModelSource, default_model, is_causal, plain_model_config, resolve
+from landmark_rag.encode.runtime.precision import autocast, default_document_autocast
+from landmark_rag.encode.models.registry import ModelSource, default_model, is_causal, plain_model_config, resolve
 from landmark_rag.encode.untrained import warn_untrained_landmark
 from landmark_rag.progress import bar_options
 from landmark_rag.segment import Segmenter, segment_sentences
@@ -142,7 +142,7 @@ class LandmarkEncoder:
         if adapter_dir is not None:
             hf_model = _apply_adapter(hf_model, tokenizer, adapter_dir)
         if quantize is not None:
-            from landmark_rag.encode.quantize import quantize_model
+            from landmark_rag.encode.runtime.quantize import quantize_model
 
             hf_model = quantize_model(hf_model, quantize, dev)
         encoder = cls(hf_model.to(dev), tokenizer, config, device=dev)
@@ -511,7 +511,7 @@ def _apply_adapter(model: Any, tokenizer: Any, adapter_dir: str) -> Any:
     if len(tokenizer) != model.get_input_embeddings().weight.shape[0]:
         # the new rows (a trained [LMK]) come from the adapter: no random mean/covariance init
         model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
-    from landmark_rag.encode.lora import merge_lora
+    from landmark_rag.encode.models.lora import merge_lora
 
     # A plain LoRA adapter (the packaged default) merges with torch alone: importing peft
     # and its merge_and_unload cost 0.2-0.5 s of every cold CLI query and index (docs/benchmarks.md,

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from landmark_rag.encode.registry import PACKAGED_MODELS, ModelNotFoundError, default_model, packaged_model
+from landmark_rag.encode.models.registry import PACKAGED_MODELS, ModelNotFoundError, default_model, packaged_model
 from landmark_rag.store.chroma import IDENTITY_PREFIX
 
 SOURCE_KEY = "landmark_rag_cli:model_source"
@@ -136,7 +136,7 @@ def encoder_for_store(
     The CLI, the core index and both framework adapters load through this, so one store
     opens identically (same model, same settings, same object) through each of them.
     """
-    from landmark_rag.encode.cache import load_encoder
+    from landmark_rag.encode.models.cache import load_encoder
 
     source, settings = store_model(store, model, overrides)
     return load_encoder(source, device=device, dtype=dtype, **settings), source

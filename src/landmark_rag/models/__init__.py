@@ -1,10 +1,10 @@
 """Models that ship with the package (``landmark-minilm/``) and the public registry names.
 
 The registry itself (aliases, packaged models, the default model, configs for plain
-models) is :mod:`landmark_rag.encode.registry`; these names stay importable from here.
+models) is :mod:`landmark_rag.encode.models.registry`; these names stay importable from here.
 """
 
-from landmark_rag.encode.registry import (
+from landmark_rag.encode.models.registry import (
     BASE_MODEL,
     DEFAULT_MODEL,
     PACKAGED_MODELS,

@@ -326,7 +326,7 @@ def load_adapter_weights(peft_model: Any, adapter: str, config: TrainConfig) -> 
     from peft import get_peft_model_state_dict, set_peft_model_state_dict
     from safetensors.torch import load_file
 
-    from landmark_rag.encode.loading import resolve
+    from landmark_rag.encode.models.registry import resolve
 
     path = Path(resolve(adapter).path)
     cfg = json.loads((path / "adapter_config.json").read_text())

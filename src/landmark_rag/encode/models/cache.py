@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from landmark_rag.encode.encoder import LandmarkEncoder
-from landmark_rag.encode.registry import default_model
+from landmark_rag.encode.models.registry import default_model
 
 #: Base encoders (distinct weights) kept alive at once; the least recently used goes first.
 MAX_MODELS = 4

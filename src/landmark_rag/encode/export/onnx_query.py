@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 
 from landmark_rag.encode.config import LandmarkConfig
-from landmark_rag.encode.fingerprint import weights_fingerprint
+from landmark_rag.encode.models.fingerprint import weights_fingerprint
 from landmark_rag.encode.layout import query_jobs
-from landmark_rag.encode.loading import cache_dir
+from landmark_rag.encode.models.loading import cache_dir
 
 logger = logging.getLogger(__name__)
 
