@@ -119,6 +119,6 @@ def test_train_cli_landmark_layout_and_boundary_margin_flags(tmp_path):
     assert saved["landmark_attention"] == "causal" and saved["landmark_span"] == 2
     assert json.loads((out / "train_config.json").read_text())["boundary_margin"] == 0.1
     enc = LandmarkEncoder.from_pretrained(out, device="cpu")
-    assert enc.landmark_layout == (enc.lmk_id, "causal", 2)
+    assert enc.layout.isolated_landmarks == (enc.lmk_id, "causal", 2)
     assert enc.config.identity()["landmark_span"] == 2
     assert len(enc.encode_document(TEXT)) == 4

@@ -15,15 +15,15 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from landmark_rag.encode.config import LandmarkConfig
+from landmark_rag.encode.config import LandmarkConfig, Pooling
+from landmark_rag.encode.layout import Job, Layout, token_id
 from landmark_rag.encode.models.fingerprint import weights_fingerprint
-from landmark_rag.encode.layout import Job, document_jobs, query_jobs, standalone_jobs, tokenize_sentences
 from landmark_rag.encode.models.loading import load_hf, materialise_gguf, pick_device, pick_dtype
 from landmark_rag.encode.runtime.malloc import pin_mmap_threshold
 from landmark_rag.encode.runtime.parallel import auto_workers, run_batches
 from landmark_rag.encode.pooling import last_hidden, pad_batch, pool
 from landmark_rag.encode.runtime.precision import autocast, default_document_autocast
-from landmark_rag.encode.models.registry import ModelSource, default_model, is_causal, plain_model_config, resolve
+from landmark_rag.encode.models.registry import default_model, plain_model_config, resolve
 from landmark_rag.encode.untrained import warn_untrained_landmark
 from landmark_rag.progress import bar_options
 from landmark_rag.segment import Segmenter, segment_sentences
@@ -35,8 +35,14 @@ logger = logging.getLogger(__name__)
 _GROUP_TOKENS = 1 << 17
 
 
-#: Kept for code that imported the job type from here; it lives in ``encode.layout``.
-_Job = Job
+class _FromLayout:
+    """A read-only encoder attribute: the field of the same name of ``encoder.layout``."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, encoder: Any, owner: type | None = None) -> Any:
+        return self if encoder is None else getattr(encoder.layout, self.name)
 
 
 class LandmarkEncoder:
@@ -46,34 +52,33 @@ class LandmarkEncoder:
     the landmark after every sentence, runs the encoder over the whole landmarked text
     (sliding windows when it is longer than the model's context) and pools one vector per
     sentence, so each vector carries the sentence's surroundings.
+
+    Its inputs are laid out by :attr:`layout` (``encode.layout``, the object training uses
+    too); ``causal``, ``lmk_id``, ``max_length``, ``budget`` and the other layout fields read
+    through to it.
     """
+
+    causal = _FromLayout()
+    lmk_id = _FromLayout()
+    pad_id = _FromLayout()
+    max_length = _FromLayout()
+    budget = _FromLayout()
+    overlap = _FromLayout()
+    max_sentence_tokens = _FromLayout()
+    prefix_ids = _FromLayout()
+    suffix_ids = _FromLayout()
 
     def __init__(self, model: Any, tokenizer: Any, config: LandmarkConfig, *, device: torch.device) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.config = config
         self.device = device
-        self.causal = bool(config.causal) if config.causal is not None else is_causal(model.config)
-        config.causal = self.causal
         if getattr(model.config, "use_cache", False):
-            # an encoder pass never generates: a decoder's key/value cache would only hold
-            # memory (8.6 GB for 16 windows of 4096 tokens on a 7B Mistral, docs/paper_checkpoint.md)
+            # an encoder pass never generates: a decoder's key/value cache would only hold memory
             model.config.use_cache = False
-        if config.lmk_token is None:
-            config.lmk_token = tokenizer.eos_token if self.causal else (tokenizer.sep_token or tokenizer.eos_token)
-        if config.lmk_token is None:
-            raise ValueError("the tokenizer has neither [SEP] nor EOS; set lmk_token explicitly")
-        self.lmk_id = self._token_id(config.lmk_token)
-        self.max_length = int(config.max_length or self._model_max_length())
-        #: special tokens the tokenizer wraps a single text in ([CLS] ... [SEP], <s> ...)
-        self.prefix_ids, self.suffix_ids = self._special_tokens()
-        self.budget = self.max_length - len(self.prefix_ids) - len(self.suffix_ids)
-        if self.budget < 8:
-            raise ValueError(f"max_length {self.max_length} leaves no room for text")
-        self.overlap = int(config.window_overlap if config.window_overlap is not None else self.max_length // 4)
-        self.max_sentence_tokens = int(config.max_sentence_tokens or min(256, self.budget // 2))
-        pad = tokenizer.pad_token_id
-        self.pad_id = int(pad if pad is not None else (tokenizer.eos_token_id or 0))
+        self.layout = Layout.build(tokenizer, config, model.config)
+        # the config states what the layout decided, so a saved config reloads the same way
+        config.causal, config.lmk_token = self.layout.causal, self.layout.lmk_token
         #: the files the weights were loaded from (set by from_pretrained; the ONNX query
         #: export, ``encode.onnx_query``, re-checks their fingerprint before it is trusted)
         self.weight_locations: list[str] = []
@@ -125,7 +130,7 @@ class LandmarkEncoder:
         # landmark pooling is trusted only where the model's own landmark_config.json asks for it
         trained_landmark = config is not None and config.pooling == "landmark"
         if config is None:
-            config = cls._default_config(source)
+            config = plain_model_config(source)
         config = replace(config, **{k: v for k, v in config_overrides.items() if k != "extra"})
         config.model_name = config.model_name or source.alias or os.fspath(model)
         if config.pooling == "landmark" and not trained_landmark:
@@ -179,30 +184,6 @@ class LandmarkEncoder:
         self.document_model = torch.compile(self.model, dynamic=True, **options)
         return self
 
-    @staticmethod
-    def _default_config(source: ModelSource) -> LandmarkConfig:
-        # A plain embedding model has never seen a landmark: pooling at one retrieves far
-        # worse than using the model as trained (docs/benchmarks.md), so an unconfigured
-        # bidirectional model embeds each sentence alone. Causal LMs follow the reference
-        # code (EOS as landmark, last-token pooling).
-        return plain_model_config(source)
-
-    @property
-    def landmark_layout(self) -> tuple[int, str, int] | None:
-        """``(landmark id, mode, span)`` when landmarks are isolated (``landmark_attention``
-        ``isolated``/``prefix``/``causal``, ``encode.attention``), ``None`` for full attention."""
-        mode = self.config.landmark_attention
-        if mode == "full":
-            return None
-        if self.causal:
-            raise ValueError(f"landmark_attention={mode!r} is for bidirectional encoders")
-        if self.lmk_id in self.prefix_ids or self.lmk_id in self.suffix_ids:
-            raise ValueError(
-                f"landmark_attention={mode!r} needs a landmark token of its own, not {self.config.lmk_token!r} "
-                "(which also wraps every window); add one with add_landmark_token('[LMK]')"
-            )
-        return self.lmk_id, mode, self.config.landmark_span
-
     def to(self, device: str | torch.device) -> LandmarkEncoder:
         """Move the model to ``device`` (the encoder then runs its inputs there); returns self."""
         self.device = torch.device(device)
@@ -216,7 +197,7 @@ class LandmarkEncoder:
         defaults to the current landmark token ([SEP] or EOS), which gives training a
         sensible starting point.
         """
-        init_id = self._token_id(init_from) if init_from else self.lmk_id
+        init_id = token_id(self.tokenizer, init_from) if init_from else self.lmk_id
         if token not in self.tokenizer.get_vocab():
             self.tokenizer.add_special_tokens({"additional_special_tokens": [token]})
             new_id = self.tokenizer.convert_tokens_to_ids(token)
@@ -228,7 +209,7 @@ class LandmarkEncoder:
         self.config.lmk_token = token
         self.config.lmk_is_new = True
         self.config.weights_fingerprint = None  # the weights in memory no longer match any file
-        self.lmk_id = self._token_id(token)
+        self.layout = Layout.build(self.tokenizer, self.config, self.model.config)
 
     def save_pretrained(self, directory: str | os.PathLike[str]) -> None:
         """Write model (safetensors), tokenizer and ``landmark_config.json``."""
@@ -328,7 +309,7 @@ class LandmarkEncoder:
                 else self.segment(text, doc_id, segmenter)
             )
             _check_sentences(text, sent_list)
-            toks = self._tokenize_sentences(sent_list)
+            toks = self.layout.tokenize_sentences([s.text for s in sent_list], [s.space_before for s in sent_list])
             group.append((text, doc_id, sent_list, toks))
             group_tokens += sum(len(t) for t in toks)
             if group_tokens >= _GROUP_TOKENS:
@@ -338,29 +319,22 @@ class LandmarkEncoder:
         bar.close()
         return results
 
-    def _tokenize_sentences(self, sentences: list[Sentence]) -> list[np.ndarray]:
-        return tokenize_sentences(self, [s.text for s in sentences], [s.space_before for s in sentences])
-
     def _encode_group(
         self, group: list[tuple[str, str | None, list[Sentence], list[np.ndarray]]], batch_size: int,
         batch_tokens: int | None = None,
     ) -> list[EncodedDocument]:
         jobs: list[Job] = []
         for d, (_, _, _, toks) in enumerate(group):
-            jobs.extend(self._jobs_for_document(d, toks))
+            jobs.extend(self.layout.document_jobs(toks, d))
         outs = [np.zeros((len(s), self.dim), dtype=np.float32) for _, _, s, _ in group]
-        self._run_jobs(jobs, batch_size, outs, "landmark" if self.config.pooling == "landmark" else "mean",
-                       documents=True, batch_tokens=batch_tokens)
+        self._run_jobs(jobs, batch_size, outs, self.layout.pooling.reduction, documents=True, batch_tokens=batch_tokens)
         return [
             EncodedDocument(text=text, sentences=sents, embeddings=_normalise(out), doc_id=doc_id)
             for (text, doc_id, sents, _), out in zip(group, outs, strict=True)
         ]
 
-    def _jobs_for_document(self, d: int, toks: list[np.ndarray]) -> list[Job]:
-        return document_jobs(self, toks, d)
-
     def _run_jobs(
-        self, jobs: list[Job], batch_size: int, outs: list[np.ndarray], mode: str, show_progress: bool = False,
+        self, jobs: list[Job], batch_size: int, outs: list[np.ndarray], mode: Pooling, show_progress: bool = False,
         documents: bool = False, batch_tokens: int | None = None,
     ) -> None:
         order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))  # minimal padding
@@ -377,7 +351,7 @@ class LandmarkEncoder:
         run_batches(batches, one, workers)
         bar.close()
 
-    def _run_batch(self, batch: list[Job], outs: list[np.ndarray], mode: str, documents: bool = False) -> None:
+    def _run_batch(self, batch: list[Job], outs: list[np.ndarray], mode: Pooling, documents: bool = False) -> None:
         model = self.document_model if documents else None
         try:
             pooled = self._forward_pool(batch, mode, model, documents)
@@ -403,7 +377,9 @@ class LandmarkEncoder:
             outs[job.doc][job.sentences] = vecs
 
     @torch.inference_mode()
-    def _forward_pool(self, batch: list[Job], mode: str, model: Any = None, documents: bool = False) -> list[np.ndarray]:
+    def _forward_pool(
+        self, batch: list[Job], mode: Pooling, model: Any = None, documents: bool = False
+    ) -> list[np.ndarray]:
         """Run one padded batch and pool it (``encode.pooling``, the code training runs too).
 
         Document windows run under :attr:`document_autocast` (bf16 on CPUs that have it,
@@ -411,7 +387,7 @@ class LandmarkEncoder:
         ids, mask = pad_batch(batch, self.pad_id)
         model = model if model is not None else self.model
         with autocast(self.device, self.document_autocast if documents else None):
-            hidden = last_hidden(model, ids.to(self.device), mask.to(self.device), self.landmark_layout)
+            hidden = last_hidden(model, ids.to(self.device), mask.to(self.device), self.layout)
         return [v.cpu().numpy() for v in pool(hidden, batch, mode)]
 
     # ------------------------------------------------------------------ queries
@@ -426,17 +402,9 @@ class LandmarkEncoder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        jobs = self._query_jobs(texts)
-        landmark = self.config.query_pooling == "landmark"
         out = [np.zeros((len(texts), self.dim), dtype=np.float32)]
-        self._run_jobs(jobs, batch_size, out, "landmark" if landmark else "mean", show_progress)
+        self._run_jobs(self.layout.query_jobs(texts), batch_size, out, self.layout.query_pooling, show_progress)
         return _normalise(out[0])
-
-    def _query_jobs(self, texts: Sequence[str]) -> list[Job]:
-        return query_jobs(self, texts)
-
-    def _standalone_jobs(self, toks: list[np.ndarray], d: int = 0) -> list[Job]:
-        return standalone_jobs(self, toks, d)
 
     def encode_texts(self, texts: Sequence[str], *, batch_size: int = 16, show_progress: bool = False) -> np.ndarray:
         """Embed standalone texts (no surrounding document), one vector per text.
@@ -451,33 +419,9 @@ class LandmarkEncoder:
                 out[i] = doc.embeddings.mean(0)
         return _normalise(out)
 
-    # ------------------------------------------------------------------ helpers
-    def _token_id(self, token: str) -> int:
-        tid = self.tokenizer.convert_tokens_to_ids(token)
-        if tid is None:
-            raise ValueError(f"token {token!r} is not in the tokenizer's vocabulary")
-        return int(tid)
-
-    def _model_max_length(self) -> int:
-        cfg = self.model.config
-        n = getattr(cfg, "max_position_embeddings", None) or 512
-        tok_max = getattr(self.tokenizer, "model_max_length", None)
-        if tok_max and tok_max < 1_000_000:
-            n = min(n, tok_max)
-        return int(min(n, 8192))
-
-    def _special_tokens(self) -> tuple[list[int], list[int]]:
-        """Special tokens the tokenizer wraps a single text in ([CLS] ... [SEP], <s> ...)."""
-        probe = self.tokenizer("a", add_special_tokens=False)["input_ids"]
-        full = self.tokenizer("a")["input_ids"]
-        for k in range(len(full) - len(probe) + 1):
-            if full[k : k + len(probe)] == probe:
-                return list(full[:k]), list(full[k + len(probe) :])
-        return [], []
-
     def __repr__(self) -> str:
         return (
-            f"LandmarkEncoder(model={self.model_name!r}, pooling={self.config.pooling!r}, "
+            f"LandmarkEncoder(model={self.model_name!r}, pooling={self.config.pooling.value!r}, "
             f"causal={self.causal}, max_length={self.max_length}, dim={self.dim}, device={self.device})"
         )
 
