@@ -5,11 +5,10 @@ from __future__ import annotations
 import logging
 import os
 import time
-import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -18,12 +17,11 @@ from tqdm.auto import tqdm
 from landmark_rag.encode.config import LandmarkConfig, Pooling
 from landmark_rag.encode.layout import Job, Layout, token_id
 from landmark_rag.encode.models.fingerprint import weights_fingerprint
-from landmark_rag.encode.models.loading import load_hf, materialise_gguf, pick_device, pick_dtype
+from landmark_rag.encode.models.loading import load_pretrained
+from landmark_rag.encode.pooling import last_hidden, pad_batch, pool
 from landmark_rag.encode.runtime.malloc import pin_mmap_threshold
 from landmark_rag.encode.runtime.parallel import auto_workers, run_batches
-from landmark_rag.encode.pooling import last_hidden, pad_batch, pool
-from landmark_rag.encode.runtime.precision import autocast, default_document_autocast
-from landmark_rag.encode.models.registry import default_model, plain_model_config, resolve
+from landmark_rag.encode.runtime.precision import autocast
 from landmark_rag.encode.untrained import warn_untrained_landmark
 from landmark_rag.progress import bar_options
 from landmark_rag.segment import Segmenter, segment_sentences
@@ -115,49 +113,21 @@ class LandmarkEncoder:
         runs the linear layers as int8 (``encode/quantize.py``): faster, vectors slightly off.
         ``compile=True`` (opt-in) runs document windows through ``torch.compile`` (:meth:`compile`).
         """
-        if model is None:
-            model = default_model()
-        source = resolve(model)
-        dev = pick_device(device)
-        torch_dtype = pick_dtype(dev, dtype)
-        path = str(materialise_gguf(source)) if source.gguf_file else source.path
-        config = LandmarkConfig.load(path) if Path(path).is_dir() else None
-        adapter_dir = None
-        if config is not None and config.base_model and not _has_weights(path):
-            adapter_dir = path  # an adapter-only directory: weights come from base_model
-            base = resolve(config.base_model)
-            path = str(materialise_gguf(base)) if base.gguf_file else base.path
-        # landmark pooling is trusted only where the model's own landmark_config.json asks for it
-        trained_landmark = config is not None and config.pooling == "landmark"
-        if config is None:
-            config = plain_model_config(source)
-        config = replace(config, **{k: v for k, v in config_overrides.items() if k != "extra"})
-        config.model_name = config.model_name or source.alias or os.fspath(model)
-        if config.pooling == "landmark" and not trained_landmark:
-            warn_untrained_landmark(str(config.model_name))
-        config.weights_fingerprint = weights_fingerprint([path, adapter_dir])
-        tokenizer_path = adapter_dir if adapter_dir and Path(adapter_dir, "tokenizer_config.json").is_file() else path
-        tokenizer, hf_model = load_hf(
-            path, dtype=torch_dtype, trust_remote_code=trust_remote_code, attn_implementation=attn_implementation
+        loaded = load_pretrained(
+            model, device=device, dtype=dtype, trust_remote_code=trust_remote_code,
+            attn_implementation=attn_implementation, quantize=quantize, overrides=config_overrides,
         )
-        if tokenizer_path != path:
-            from transformers import AutoTokenizer
-
-            tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
-        if adapter_dir is not None:
-            hf_model = _apply_adapter(hf_model, tokenizer, adapter_dir)
-        if quantize is not None:
-            from landmark_rag.encode.runtime.quantize import quantize_model
-
-            hf_model = quantize_model(hf_model, quantize, dev)
-        encoder = cls(hf_model.to(dev), tokenizer, config, device=dev)
-        if quantize is None:  # quantised weights are no longer what the files hold
-            encoder.weight_locations = [p for p in (path, adapter_dir) if p]
-        if config.lmk_is_new and encoder.lmk_id == tokenizer.unk_token_id:
-            fingerprint = config.weights_fingerprint
-            encoder.add_landmark_token(config.lmk_token)
-            encoder.config.weights_fingerprint = fingerprint  # a deterministic function of the files
-        encoder.document_autocast = default_document_autocast(dev, dtype, quantize)
+        if loaded.untrained_landmark:
+            warn_untrained_landmark(str(loaded.config.model_name))
+        encoder = cls(loaded.model, loaded.tokenizer, loaded.config, device=loaded.device)
+        encoder.weight_locations = loaded.weight_locations
+        encoder.document_autocast = loaded.document_autocast
+        if encoder.config.lmk_is_new and encoder.lmk_id == encoder.tokenizer.unk_token_id:
+            # a new landmark token its tokenizer was saved without: add it again; the weights
+            # still are the files', so the fingerprint stands
+            fingerprint = encoder.config.weights_fingerprint
+            encoder.add_landmark_token(encoder.config.lmk_token)
+            encoder.config.weights_fingerprint = fingerprint
         if compile:
             encoder.compile()
         return encoder
@@ -271,12 +241,13 @@ class LandmarkEncoder:
         ``sentences`` (per document, optional) supplies ready-made sentences, e.g. nodes
         of a framework that already split the text; they are used as they are, one vector
         each. ``batch_size`` counts encoder windows; ``batch_tokens`` (optional, replaces
-        ``batch_size``) caps a batch by padded tokens instead (windows x width), which keeps a GPU's memory per batch even
-        when window lengths vary, e.g. a 7B model's 4096-token windows next to short
-        documents' windows (a batch never has fewer than one window). Empty or whitespace-only documents give
-        empty results. Documents are processed in groups of about 131k tokens so memory stays
-        bounded however many or however long the documents are. ``show_progress=None`` shows
-        the bar only once the call has run a few seconds (``landmark_rag.progress``).
+        ``batch_size``) caps a batch by padded tokens instead (windows x width), which keeps a
+        GPU's memory per batch even when window lengths vary, e.g. a 7B model's 4096-token
+        windows next to short documents' windows (a batch never has fewer than one window).
+        Empty or whitespace-only documents give empty results. Documents are processed in
+        groups of about 131k tokens so memory stays bounded however many or however long the
+        documents are. ``show_progress=None`` shows the bar only once the call has run a few
+        seconds (``landmark_rag.progress``).
         """
         if isinstance(texts, str):
             raise TypeError("encode_documents takes a list of texts; use encode_document for one")
@@ -288,49 +259,42 @@ class LandmarkEncoder:
         results: list[EncodedDocument] = []
         bar = tqdm(total=n, desc="encoding", unit="doc", **bar_options(show_progress))
         t0, tokens_done = time.perf_counter(), 0
-        group: list[tuple[str, str | None, list[Sentence], list[np.ndarray]]] = []
-        group_tokens = 0
-
-        def flush() -> None:
-            nonlocal group, group_tokens, tokens_done
+        docs = (self._prepare(*doc, segmenter) for doc in zip(texts, doc_ids, given, strict=True))
+        for group, tokens in _groups(docs):
             results.extend(self._encode_group(group, batch_size, batch_tokens))
-            tokens_done += group_tokens
+            tokens_done += tokens
             # postfix first without a redraw: the update draws it, and only once the bar is due
             bar.set_postfix(tokens_per_s=f"{tokens_done / max(time.perf_counter() - t0, 1e-9):,.0f}", refresh=False)
             bar.update(len(group))
-            group, group_tokens = [], 0
-
-        for text, doc_id, sents in zip(texts, doc_ids, given, strict=True):
-            if not isinstance(text, str):
-                raise TypeError(f"document texts must be str, got {type(text).__name__}")
-            sent_list = (
-                [s if s.doc_id == doc_id else s.with_doc_id(doc_id) for s in sents]
-                if sents is not None
-                else self.segment(text, doc_id, segmenter)
-            )
-            _check_sentences(text, sent_list)
-            toks = self.layout.tokenize_sentences([s.text for s in sent_list], [s.space_before for s in sent_list])
-            group.append((text, doc_id, sent_list, toks))
-            group_tokens += sum(len(t) for t in toks)
-            if group_tokens >= _GROUP_TOKENS:
-                flush()
-        if group:
-            flush()
         bar.close()
         return results
 
+    def _prepare(
+        self, text: str, doc_id: str | None, sentences: Sequence[Sentence] | None, segmenter: Segmenter | None
+    ) -> _Document:
+        """A document's sentences (given, or segmented here) and their token ids."""
+        if not isinstance(text, str):
+            raise TypeError(f"document texts must be str, got {type(text).__name__}")
+        sents = (
+            [s if s.doc_id == doc_id else s.with_doc_id(doc_id) for s in sentences]
+            if sentences is not None
+            else self.segment(text, doc_id, segmenter)
+        )
+        _check_sentences(text, sents)
+        toks = self.layout.tokenize_sentences([s.text for s in sents], [s.space_before for s in sents])
+        return _Document(text, doc_id, sents, toks)
+
     def _encode_group(
-        self, group: list[tuple[str, str | None, list[Sentence], list[np.ndarray]]], batch_size: int,
-        batch_tokens: int | None = None,
+        self, group: list[_Document], batch_size: int, batch_tokens: int | None = None
     ) -> list[EncodedDocument]:
         jobs: list[Job] = []
-        for d, (_, _, _, toks) in enumerate(group):
-            jobs.extend(self.layout.document_jobs(toks, d))
-        outs = [np.zeros((len(s), self.dim), dtype=np.float32) for _, _, s, _ in group]
+        for d, doc in enumerate(group):
+            jobs.extend(self.layout.document_jobs(doc.toks, d))
+        outs = [np.zeros((len(doc.sentences), self.dim), dtype=np.float32) for doc in group]
         self._run_jobs(jobs, batch_size, outs, self.layout.pooling.reduction, documents=True, batch_tokens=batch_tokens)
         return [
-            EncodedDocument(text=text, sentences=sents, embeddings=_normalise(out), doc_id=doc_id)
-            for (text, doc_id, sents, _), out in zip(group, outs, strict=True)
+            EncodedDocument(text=doc.text, sentences=doc.sentences, embeddings=_normalise(out), doc_id=doc.doc_id)
+            for doc, out in zip(group, outs, strict=True)
         ]
 
     def _run_jobs(
@@ -426,6 +390,30 @@ class LandmarkEncoder:
         )
 
 
+class _Document(NamedTuple):
+    """A document ready to lay out: its sentences and their token ids."""
+
+    text: str
+    doc_id: str | None
+    sentences: list[Sentence]
+    toks: list[np.ndarray]
+
+
+def _groups(docs: Iterable[_Document]) -> Iterator[tuple[list[_Document], int]]:
+    """Consecutive documents in groups of about ``_GROUP_TOKENS`` tokens, with each group's
+    token count; a group is encoded before the next document is prepared."""
+    group: list[_Document] = []
+    tokens = 0
+    for doc in docs:
+        group.append(doc)
+        tokens += sum(len(t) for t in doc.toks)
+        if tokens >= _GROUP_TOKENS:
+            yield group, tokens
+            group, tokens = [], 0
+    if group:
+        yield group, tokens
+
+
 def _batches(order: list[int], jobs: list[Job], batch_size: int, batch_tokens: int | None) -> list[list[Job]]:
     """Consecutive jobs of ``order`` (sorted by length) in batches of ``batch_size`` jobs, or,
     when ``batch_tokens`` is set, of at most that many padded tokens (at least one job each)."""
@@ -444,32 +432,6 @@ def _batches(order: list[int], jobs: list[Job], batch_size: int, batch_tokens: i
     if cur:
         out.append(cur)
     return out
-
-
-def _has_weights(path: str) -> bool:
-    return any(Path(path).glob("*.safetensors")) and not Path(path, "adapter_config.json").is_file()
-
-
-def _apply_adapter(model: Any, tokenizer: Any, adapter_dir: str) -> Any:
-    """Apply a LoRA adapter (and resized embeddings) saved by landmark-rag training."""
-    if len(tokenizer) != model.get_input_embeddings().weight.shape[0]:
-        # the new rows (a trained [LMK]) come from the adapter: no random mean/covariance init
-        model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
-    from landmark_rag.encode.models.lora import merge_lora
-
-    # A plain LoRA adapter (the packaged default) merges with torch alone: importing peft
-    # and its merge_and_unload cost 0.2-0.5 s of every cold CLI query and index (docs/benchmarks.md,
-    # "CLI cold start"); peft is only needed for adapter kinds merge_lora refuses.
-    try:
-        return merge_lora(model, adapter_dir)
-    except ImportError:
-        from peft import PeftModel  # the `train` extra
-
-    with warnings.catch_warnings():
-        # peft reads transformers' deprecated `is_gradient_checkpointing` property, which warns
-        # (FutureWarning) on every load; the notice is for peft, not for users.
-        warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing", category=FutureWarning)
-        return PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()
 
 
 def _check_sentences(text: str, sentences: Iterable[Sentence]) -> None:

@@ -1,4 +1,11 @@
-"""Finding and loading models: aliases of pip-packaged models, local dirs, GGUF, the hub."""
+"""Loading a model: what ``LandmarkEncoder.from_pretrained`` builds an encoder from.
+
+The policy lives here: which files hold the weights (a model directory, a GGUF file
+dequantised once into the cache, or an adapter directory over its ``base_model``), which
+config applies (the model's own ``landmark_config.json``, else a plain model's default, then
+the caller's overrides), which tokenizer, which device and dtype, how an adapter is merged,
+and whether documents run under bf16 autocast.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +14,145 @@ import logging
 import os
 import shutil
 import tempfile
+import warnings
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 # torch is imported inside the functions that touch weights: resolving a model name or
-# reading the cache path (``landmark-rag info``) must not pay the 1-2 s torch import.
+# reading the cache path (``landmark-rag info``) must not pay for importing torch.
 if TYPE_CHECKING:
     import torch
 
-from landmark_rag.encode.models.registry import ALIASES, ModelNotFoundError, ModelSource
+from landmark_rag.encode.config import LandmarkConfig, Pooling
+from landmark_rag.encode.models.fingerprint import weights_fingerprint
+from landmark_rag.encode.models.registry import (
+    ALIASES,
+    ModelNotFoundError,
+    ModelSource,
+    default_model,
+    plain_model_config,
+    resolve,
+)
+from landmark_rag.encode.runtime.precision import default_document_autocast
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass
+class LoadedModel:
+    """A loaded model and what loading decided about it."""
+
+    model: Any  # the Hugging Face model on ``device``: adapter merged, quantised if asked
+    tokenizer: Any
+    config: LandmarkConfig  # the model's own config (or a plain model's) with the caller's overrides
+    device: torch.device
+    #: the files the weights came from (empty once quantised: those weights are no longer the files')
+    weight_locations: list[str]
+    #: dtype documents run in under CPU autocast (``runtime.precision``), ``None``: as loaded
+    document_autocast: torch.dtype | None
+    #: landmark pooling on a model whose own config never asked for it (``encode.untrained``)
+    untrained_landmark: bool
+
+
+def load_pretrained(
+    model: str | os.PathLike[str] | None,
+    *,
+    device: str | torch.device | None = None,
+    dtype: str | torch.dtype | None = None,
+    trust_remote_code: bool = False,
+    attn_implementation: str | None = None,
+    quantize: str | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> LoadedModel:
+    """Load ``model`` (as :meth:`LandmarkEncoder.from_pretrained` takes it; ``None``: the
+    package's default) with config ``overrides``."""
+    if model is None:
+        model = default_model()
+    source = resolve(model)
+    dev = pick_device(device)
+    torch_dtype = pick_dtype(dev, dtype)
+    path, adapter_dir, own = _locate(source)
+    # landmark pooling is trusted only where the model's own landmark_config.json asks for it
+    trained_landmark = own is not None and own.pooling is Pooling.LANDMARK
+    fields = {k: v for k, v in (overrides or {}).items() if k != "extra"}
+    config = replace(own or plain_model_config(source), **fields)
+    config.model_name = config.model_name or source.alias or os.fspath(model)
+    config.weights_fingerprint = weights_fingerprint([path, adapter_dir])
+    tokenizer, hf_model = _load_weights(
+        path, adapter_dir, dtype=torch_dtype, trust_remote_code=trust_remote_code,
+        attn_implementation=attn_implementation,
+    )
+    if quantize is not None:
+        from landmark_rag.encode.runtime.quantize import quantize_model
+
+        hf_model = quantize_model(hf_model, quantize, dev)
+    return LoadedModel(
+        model=hf_model.to(dev),
+        tokenizer=tokenizer,
+        config=config,
+        device=dev,
+        weight_locations=[p for p in (path, adapter_dir) if p] if quantize is None else [],
+        document_autocast=default_document_autocast(dev, dtype, quantize),
+        untrained_landmark=config.pooling is Pooling.LANDMARK and not trained_landmark,
+    )
+
+
+def _locate(source: ModelSource) -> tuple[str, str | None, LandmarkConfig | None]:
+    """``(weights directory, adapter directory or None, the model's own config or None)``.
+
+    An adapter-only directory (its config names a ``base_model``, it holds no full weights)
+    takes its weights from the base model and its config from itself.
+    """
+    path = str(materialise_gguf(source)) if source.gguf_file else source.path
+    config = LandmarkConfig.load(path) if Path(path).is_dir() else None
+    if config is None or not config.base_model or _has_weights(path):
+        return path, None, config
+    base = resolve(config.base_model)
+    return str(materialise_gguf(base)) if base.gguf_file else base.path, path, config
+
+
+def _has_weights(path: str) -> bool:
+    return any(Path(path).glob("*.safetensors")) and not Path(path, "adapter_config.json").is_file()
+
+
+def _load_weights(
+    path: str, adapter_dir: str | None, *, dtype: torch.dtype, trust_remote_code: bool, attn_implementation: str | None
+) -> tuple[Any, Any]:
+    """Tokenizer and model of ``path``, with ``adapter_dir``'s adapter merged (and its
+    tokenizer, when it saved one: a trained new landmark token lives there)."""
+    tokenizer, model = load_hf(
+        path, dtype=dtype, trust_remote_code=trust_remote_code, attn_implementation=attn_implementation
+    )
+    if adapter_dir is None:
+        return tokenizer, model
+    if Path(adapter_dir, "tokenizer_config.json").is_file():
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(adapter_dir)
+    return tokenizer, _apply_adapter(model, tokenizer, adapter_dir)
+
+
+def _apply_adapter(model: Any, tokenizer: Any, adapter_dir: str) -> Any:
+    """Apply a LoRA adapter (and resized embeddings) saved by landmark-rag training."""
+    if len(tokenizer) != model.get_input_embeddings().weight.shape[0]:
+        # the new rows (a trained [LMK]) come from the adapter: no random mean/covariance init
+        model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+    from landmark_rag.encode.models.lora import merge_lora
+
+    # A plain LoRA adapter (the packaged default) merges with torch alone, so loading the
+    # default model neither needs peft nor pays for importing it; peft is only needed for
+    # adapter kinds merge_lora refuses.
+    try:
+        return merge_lora(model, adapter_dir)
+    except ImportError:
+        from peft import PeftModel  # the `train` extra
+
+    with warnings.catch_warnings():
+        # peft reads transformers' deprecated `is_gradient_checkpointing` property, which warns
+        # (FutureWarning) on every load; the notice is for peft, not for users.
+        warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing", category=FutureWarning)
+        return PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()
 
 
 def cache_dir() -> Path:
@@ -121,7 +256,9 @@ def pick_dtype(device: torch.device, dtype: str | torch.dtype | None) -> torch.d
     return torch.float32
 
 
-def load_hf(path: str, *, dtype: torch.dtype, trust_remote_code: bool, attn_implementation: str | None) -> tuple[Any, Any]:
+def load_hf(
+    path: str, *, dtype: torch.dtype, trust_remote_code: bool, attn_implementation: str | None
+) -> tuple[Any, Any]:
     """Load tokenizer and base model (no LM head) from a directory or hub name."""
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
