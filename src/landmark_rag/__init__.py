@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from landmark_rag.encode.runtime.omp import prefer_passive_wait
 
-prefer_passive_wait()  # before anything imports torch: see encode/omp.py
+prefer_passive_wait()  # before anything imports torch: see encode/runtime/omp.py
 
 from landmark_rag.encode import LandmarkConfig, ModelNotFoundError  # noqa: E402
 from landmark_rag.segment import segment_sentences  # noqa: E402

@@ -1,4 +1,4 @@
-"""The ONNX query path (encode/onnx_query.py): same vectors as torch, trusted only when its
+"""The ONNX query path (encode/export/onnx_query.py): same vectors as torch, trusted only when its
 weights still match, and a cold CLI query that imports neither torch nor transformers.
 
 Real models and a real store; the exporter is torch's own. Timings are in

@@ -1,4 +1,4 @@
-"""Concurrent CPU batches (encode/parallel.py): the same vectors, threads restored, errors surface."""
+"""Concurrent CPU batches (encode/runtime/parallel.py): the same vectors, threads restored, errors surface."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""bf16 document windows on CPU (encode/precision.py): when they apply, what they change, what not."""
+"""bf16 document windows on CPU (encode/runtime/precision.py): when they apply, what they change, what not."""
 
 from __future__ import annotations
 

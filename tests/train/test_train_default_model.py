@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from landmark_rag.models import BASE_MODEL, DEFAULT_MODEL, default_model, packaged_model
+from landmark_rag.encode.models.registry import BASE_MODEL, DEFAULT_MODEL, default_model, packaged_model
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "squad-v1.1-dev-part-a.json"
 

@@ -76,7 +76,7 @@ def _run(tiny_model_dir: Path, tmp_path: Path, *, lora: bool, pooling: str) -> N
     if lora:
         assert not any(out.glob("model*.safetensors"))  # adapter only; base weights stay put
         # the peft-free merge (used when peft is not installed) gives the same model
-        from landmark_rag.models.lora import merge_lora
+        from landmark_rag.encode.models.lora import merge_lora
 
         plain = LandmarkEncoder.from_pretrained(str(tiny_model_dir), pooling=pooling, query_pooling=pooling, max_length=64)
         merge_lora(plain.model, out)

@@ -108,7 +108,7 @@ class LandmarkConfig:
     landmark_span: int = 1
     fusion: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
-    #: Set when weights are loaded (``encode.fingerprint``); never saved with the config.
+    #: Set when weights are loaded (``encode.models.fingerprint``); never saved with the config.
     weights_fingerprint: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:

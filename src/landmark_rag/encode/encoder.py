@@ -78,16 +78,16 @@ class LandmarkEncoder:
         # the config states what the layout decided, so a saved config reloads the same way
         config.causal, config.lmk_token = self.layout.causal, self.layout.lmk_token
         #: the files the weights were loaded from (set by from_pretrained; the ONNX query
-        #: export, ``encode.onnx_query``, re-checks their fingerprint before it is trusted)
+        #: export, ``encode.export.onnx_query``, re-checks their fingerprint before it is trusted)
         self.weight_locations: list[str] = []
         #: a ``torch.compile``d model for document windows (:meth:`compile`), else ``None``
         self.document_model: Any = None
-        #: dtype document windows run in under CPU autocast (``encode.precision``): bf16 when
+        #: dtype document windows run in under CPU autocast (``encode.runtime.precision``): bf16 when
         #: from_pretrained chose it for a CPU with native bf16, else ``None`` (as loaded)
         self.document_autocast: torch.dtype | None = None
-        #: batches encoded concurrently on CPU (``encode.parallel``); ``None``: automatic
+        #: batches encoded concurrently on CPU (``encode.runtime.parallel``); ``None``: automatic
         self.workers: int | None = None
-        pin_mmap_threshold()  # long documents: flat memory instead of glibc's creep (encode/malloc.py)
+        pin_mmap_threshold()  # long documents: flat memory instead of glibc's creep (runtime/malloc.py)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -110,7 +110,7 @@ class LandmarkEncoder:
         ``SmolLM2-135M-Instruct``), or a hub name (needs a reachable hub). ``None`` loads the
         package's default model. Keyword arguments override fields of
         :class:`LandmarkConfig` (e.g. ``pooling="mean"``). ``quantize="int8"`` (CPU only, opt-in)
-        runs the linear layers as int8 (``encode/quantize.py``): faster, vectors slightly off.
+        runs the linear layers as int8 (``encode/runtime/quantize.py``): faster, vectors slightly off.
         ``compile=True`` (opt-in) runs document windows through ``torch.compile`` (:meth:`compile`).
         """
         loaded = load_pretrained(
@@ -145,9 +145,8 @@ class LandmarkEncoder:
     def compile(self, **options: Any) -> LandmarkEncoder:
         """Run document windows through ``torch.compile(model, dynamic=True, **options)``; returns self.
 
-        Why opt-in: on 2 CPU cores the compiled MiniLM encodes documents about 1.2-1.3x faster
-        with the same vectors (max difference ~1e-6), but compiling costs 15-35 s the first time
-        a process encodes (less once inductor's on-disk cache is warm), which only a long
+        Why opt-in: compiled windows encode faster with the same vectors (to float rounding),
+        but compiling costs many seconds the first time a process encodes, which only a long
         indexing run repays (docs/benchmarks.md, "Indexing throughput"). Queries stay on the
         eager model: they are short, of every length, and would mostly wait on recompiles.
         """
@@ -245,8 +244,8 @@ class LandmarkEncoder:
         GPU's memory per batch even when window lengths vary, e.g. a 7B model's 4096-token
         windows next to short documents' windows (a batch never has fewer than one window).
         Empty or whitespace-only documents give empty results. Documents are processed in
-        groups of about 131k tokens so memory stays bounded however many or however long the
-        documents are. ``show_progress=None`` shows the bar only once the call has run a few
+        groups of a bounded number of tokens so memory stays bounded however many or however
+        long the documents are. ``show_progress=None`` shows the bar only once the call has run a few
         seconds (``landmark_rag.progress``).
         """
         if isinstance(texts, str):
@@ -347,7 +346,7 @@ class LandmarkEncoder:
         """Run one padded batch and pool it (``encode.pooling``, the code training runs too).
 
         Document windows run under :attr:`document_autocast` (bf16 on CPUs that have it,
-        ``encode.precision``); queries always run as loaded."""
+        ``encode.runtime.precision``); queries always run as loaded."""
         ids, mask = pad_batch(batch, self.pad_id)
         model = model if model is not None else self.model
         with autocast(self.device, self.document_autocast if documents else None):

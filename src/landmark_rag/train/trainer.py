@@ -278,7 +278,7 @@ class Trainer:
             config = replace(config, expansion=cfg.expansion, expansion_params=dict(cfg.expansion_params))
         if self.peft_model is not None:
             # a new [LMK] resizes the vocabulary, which makes peft save the whole embedding
-            # matrix (47 MB); the trained row is in the adapter's trainable-token weights
+            # matrix; the trained row is in the adapter's trainable-token weights
             self.accelerator.unwrap_model(self.model).save_pretrained(
                 directory, safe_serialization=True, **({"save_embedding_layers": False} if cfg.new_lmk_token else {})
             )

@@ -1,11 +1,11 @@
 """The query half of a :class:`LandmarkEncoder`, exported to ONNX for a fast cold start.
 
-Why this exists: a cold ``landmark-rag query`` spent about 6.6 s on an idle 2-core machine,
-and encoding the question was 20 ms of it. The rest was importing torch (1.3 s) and
-transformers, whose model classes pull in ``torch._dynamo``, ``torch.distributed.tensor``
-and sympy (2.6 s together), plus loading the weights. ONNX Runtime with the ``tokenizers``
-library imports in 0.2 s and runs the same network: the query vectors agree with the torch
-encoder's to about 1e-6 (tests/encode/test_onnx_query.py).
+Why this exists: a cold ``landmark-rag query`` spends almost all its time importing torch
+and transformers (whose model classes pull in ``torch._dynamo``, ``torch.distributed.tensor``
+and sympy) and loading weights, not encoding the question. ONNX Runtime with the
+``tokenizers`` library imports in a fraction of that and runs the same network: the query
+vectors agree with the torch encoder's to float rounding (tests/encode/test_onnx_query.py;
+the timings are in docs/benchmarks.md).
 
 How it is used: whenever the CLI has the torch encoder loaded anyway (``index``, or a query
 that found no export), it writes the query network of the store's model once into the cache
@@ -109,7 +109,7 @@ def export_query_model(encoder: Any, root: Path | None = None) -> Path | None:
         ids = torch.tensor([[*layout.prefix_ids, layout.lmk_id, *layout.suffix_ids]], dtype=torch.long)
         with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
             # the TorchScript exporter is deprecated in favour of the dynamo one, which needs
-            # onnxscript and minutes of tracing; this one takes ~2 s and its graph is exact
+            # onnxscript and a long trace; this one is quick and its graph is exact
             warnings.simplefilter("ignore")
             torch.onnx.export(
                 model, (ids, torch.ones_like(ids)), str(tmp / "model.onnx"),

@@ -60,12 +60,6 @@ def load_encoder(
         return encoder
 
 
-def is_loaded(model: str | os.PathLike[str] | None = None, *, device: str | None = None) -> bool:
-    """Whether ``model``'s weights are already in this process's cache."""
-    name = os.fspath(model) if model is not None else default_model()
-    return any(k[0] == name and k[1] == (None if device is None else str(device)) for k in _BASE)
-
-
 def _base(key: tuple[Any, ...]) -> LandmarkEncoder:
     encoder = _BASE.get(key)
     if encoder is None:

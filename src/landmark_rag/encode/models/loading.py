@@ -174,8 +174,8 @@ def _gguf_cache_path(source: ModelSource) -> Path:
 def materialise_gguf(source: ModelSource) -> Path:
     """Dequantise a GGUF model once into a safetensors directory and return that directory.
 
-    transformers dequantises GGUF on every load (about 20 s for SmolLM2-135M on 2 CPU
-    cores); the cache makes later loads take about a second. Delete the folder
+    transformers dequantises GGUF on every load, which is slow on a CPU; from the cache a
+    later load is a plain directory load. Delete the folder
     (``landmark-rag`` prints it in ``info``) to clear it.
     """
     import torch
