@@ -1,4 +1,4 @@
-"""The encoder pins glibc's mmap threshold once per process, unless the user decided (issue 14)."""
+"""The encoder pins glibc's mmap threshold once per process, unless the user decided."""
 
 from __future__ import annotations
 
