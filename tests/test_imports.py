@@ -27,7 +27,7 @@ def _modules() -> list[str]:
 
 
 def _unit(module: str) -> str:
-    """The sub-package a module belongs to (``landmark_rag.encode.cache`` -> ``encode``);
+    """The sub-package a module belongs to (``landmark_rag.encode.models.cache`` -> ``encode``);
     top-level modules (``types``) are units of their own."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "<root>"

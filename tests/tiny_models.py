@@ -28,7 +28,7 @@ def _corpus(n_articles: int = 6) -> list[str]:
 
 
 def _minilm_dir() -> Path:
-    from landmark_rag.encode.loading import resolve
+    from landmark_rag.encode.models.registry import resolve
 
     return Path(resolve("all-MiniLM-L6-v2").path)
 
@@ -84,7 +84,8 @@ def sentencepiece_bpe_tokenizer():
 def smollm2_tokenizer():
     from transformers import AutoTokenizer
 
-    from landmark_rag.encode.loading import materialise_gguf, resolve
+    from landmark_rag.encode.models.loading import materialise_gguf
+    from landmark_rag.encode.models.registry import resolve
 
     return AutoTokenizer.from_pretrained(materialise_gguf(resolve("SmolLM2-135M-Instruct")))
 

@@ -7,9 +7,9 @@ LangChain (``landmark_rag.langchain``) are thin wrappers over it.
 
 from typing import TYPE_CHECKING, Any
 
-from landmark_rag.encode.omp import prefer_passive_wait
+from landmark_rag.encode.runtime.omp import prefer_passive_wait
 
-prefer_passive_wait()  # before anything imports torch: see encode/omp.py
+prefer_passive_wait()  # before anything imports torch: see encode/runtime/omp.py
 
 from landmark_rag.encode import LandmarkConfig, ModelNotFoundError  # noqa: E402
 from landmark_rag.errors import LandmarkRagError  # noqa: E402

@@ -161,7 +161,7 @@ def test_query_html_page(indexed: Path, tmp_path: Path) -> None:
 def test_info(indexed: Path) -> None:
     info = json.loads(cli("info", "--db", indexed, "--json").stdout)
     from landmark_rag.store import model_source
-    from landmark_rag.models import default_model
+    from landmark_rag.encode.models.registry import default_model
 
     assert info["model"] and info["model_source"] == model_source(None, default_model())
     assert info["dimension"] == 384 and info["documents"] == 3 and info["incomplete_documents"] == 0

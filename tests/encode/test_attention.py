@@ -10,7 +10,6 @@ import torch
 from landmark_rag.encode.attention import isolated_landmark_inputs
 from landmark_rag.encode.config import LandmarkConfig
 from landmark_rag.encode.encoder import LandmarkEncoder
-from landmark_rag.encode.layout import document_jobs, tokenize_sentences
 from landmark_rag.encode.pooling import last_hidden, pad_batch
 
 SENTENCES = [
@@ -63,11 +62,11 @@ def test_prefix_landmarks_read_everything_up_to_their_sentence() -> None:
 
 
 def test_text_states_equal_the_plain_window(encoder: LandmarkEncoder) -> None:
-    toks = tokenize_sentences(encoder, SENTENCES)
-    (job,) = document_jobs(encoder, toks)
+    toks = encoder.layout.tokenize_sentences(SENTENCES)
+    (job,) = encoder.layout.document_jobs(toks)
     ids, mask = pad_batch([job], encoder.pad_id)
     with torch.inference_mode():
-        hidden = last_hidden(encoder.model, ids, mask, encoder.landmark_layout)[0]
+        hidden = last_hidden(encoder.model, ids, mask, encoder.layout)[0]
         plain_ids = torch.from_numpy(np.concatenate([encoder.prefix_ids, *toks, encoder.suffix_ids]))[None]
         plain = last_hidden(encoder.model, plain_ids, torch.ones_like(plain_ids))[0]
     text = ids[0] != encoder.lmk_id

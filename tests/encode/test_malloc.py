@@ -1,4 +1,4 @@
-"""The encoder pins glibc's mmap threshold once per process, unless the user decided (issue 14)."""
+"""The encoder pins glibc's mmap threshold once per process, unless the user decided."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 )
 def test_mmap_threshold_is_pinned_once_unless_the_user_decides(env: dict[str, str], expected: str) -> None:
     code = (
-        "from landmark_rag.encode.malloc import pin_mmap_threshold\n"
+        "from landmark_rag.encode.runtime.malloc import pin_mmap_threshold\n"
         "print(pin_mmap_threshold(), pin_mmap_threshold())\n"
     )
     base = {k: v for k, v in os.environ.items() if k not in ("LANDMARK_RAG_MALLOPT", "MALLOC_MMAP_THRESHOLD_")}

@@ -1,4 +1,4 @@
-"""``import landmark_rag`` asks OpenMP to wait passively unless the user chose (encode/omp.py)."""
+"""``import landmark_rag`` asks OpenMP to wait passively unless the user chose (encode/runtime/omp.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ONNX query path (encode/onnx_query.py): same vectors as torch, trusted only when its
+"""The ONNX query path (encode/export/onnx_query.py): same vectors as torch, trusted only when its
 weights still match, and a cold CLI query that imports neither torch nor transformers.
 
 Real models and a real store; the exporter is torch's own. Timings are in
@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from landmark_rag import LandmarkEncoder
 from landmark_rag.cli import _register, app
-from landmark_rag.encode.onnx_query import (
+from landmark_rag.encode.export.onnx_query import (
     OnnxQueryEncoder,
     export_path,
     export_query_model,

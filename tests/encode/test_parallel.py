@@ -1,4 +1,4 @@
-"""Concurrent CPU batches (encode/parallel.py): the same vectors, threads restored, errors surface."""
+"""Concurrent CPU batches (encode/runtime/parallel.py): the same vectors, threads restored, errors surface."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from landmark_rag.encode.encoder import LandmarkEncoder
-from landmark_rag.encode.parallel import auto_workers, run_batches
+from landmark_rag.encode.runtime.parallel import auto_workers, run_batches
 
 TEXT = " ".join(
     f"Sentence {i} says that the castle's {w} wall was rebuilt in {1200 + 7 * i} after a fire."

@@ -1,4 +1,4 @@
-"""bf16 document windows on CPU (encode/precision.py): when they apply, what they change, what not."""
+"""bf16 document windows on CPU (encode/runtime/precision.py): when they apply, what they change, what not."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from landmark_rag.encode import precision
+from landmark_rag.encode.runtime import precision
 from landmark_rag.encode.encoder import LandmarkEncoder
 
 TEXT = " ".join(
@@ -84,8 +84,8 @@ def test_cached_encoders_with_overrides_keep_the_precision(native: None, monkeyp
     # adapters, the CLI and Ray workers ask the cache for the store's settings as overrides
     from collections import OrderedDict
 
-    from landmark_rag.encode import cache
-    from landmark_rag.encode.cache import load_encoder
+    from landmark_rag.encode.models import cache
+    from landmark_rag.encode.models.cache import load_encoder
 
     monkeypatch.setattr(cache, "_BASE", OrderedDict())  # not the suite's fp32 encoders
     monkeypatch.setattr(cache, "_DERIVED", {})

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from landmark_rag import LandmarkEncoder
-from landmark_rag.encode.quantize import quantize_model
+from landmark_rag.encode.runtime.quantize import quantize_model
 
 
 def test_int8_encoder_close_to_fp32_and_really_quantised(minilm: LandmarkEncoder, excerpt_articles) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from landmark_rag.encode.split_zip import SplitZipMissing, extract_parts, part_files
+from landmark_rag.encode.models.split_zip import SplitZipMissing, extract_parts, part_files
 
 
 def _split_archive(tmp_path: Path, members: dict[str, bytes], pieces: int = 3) -> list[Path]:
@@ -64,7 +64,7 @@ def test_uninstalled_packages_are_named_with_the_install_command() -> None:
 
 
 def test_mpnet_alias_resolves_offline_from_the_installed_parts() -> None:
-    from landmark_rag.encode.registry import resolve
+    from landmark_rag.encode.models.registry import resolve
 
     source = resolve("all-mpnet-base-v2")
     assert source.alias == "all-mpnet-base-v2"

@@ -105,7 +105,7 @@ def test_make_strategy_errors():
 def test_model_strategy_follows_the_model_config():
     from landmark_rag.encode import LandmarkConfig
     from landmark_rag.expand import model_strategy
-    from landmark_rag.models import model_config
+    from landmark_rag.encode.models.registry import model_config
 
     assert model_strategy(None) == Front(3)  # the paper's default when a model names none
     assert model_strategy(LandmarkConfig(expansion="surround", expansion_params={"before": 2})) == Surround(2, 1)

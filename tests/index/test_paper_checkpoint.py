@@ -19,7 +19,6 @@ import torch
 import tiny_models
 from landmark_rag import LandmarkIndex
 from landmark_rag.encode.config import LandmarkConfig
-from landmark_rag.encode.layout import document_jobs, query_jobs
 from landmark_rag.encode.untrained import UntrainedLandmarkWarning
 
 INSTRUCTION = "Instruct: Given a question, retrieve the sentences that answer it.\nQuery: "
@@ -62,7 +61,8 @@ def test_paper_layout_indexes_and_searches(checkpoint, tmp_path):
     # documents: EOS after every sentence, each vector the hidden state at its EOS
     doc = enc.encode_document(TEXT)
     assert len(doc) == 4
-    (job,) = document_jobs(enc, enc._tokenize_sentences(doc.sentences))
+    toks = enc.layout.tokenize_sentences([s.text for s in doc.sentences], [s.space_before for s in doc.sentences])
+    (job,) = enc.layout.document_jobs(toks)
     assert (job.ids[job.ends - 1] == tok.eos_token_id).all()
     ids = [tok.bos_token_id]
     ends = []
@@ -76,7 +76,7 @@ def test_paper_layout_indexes_and_searches(checkpoint, tmp_path):
         np.testing.assert_allclose(doc.embeddings[i], _unit(hidden[e]), atol=1e-5)
 
     # queries: the instruction, the query, then EOS, pooled at the EOS
-    (qjob,) = query_jobs(enc, [QUESTION])
+    (qjob,) = enc.layout.query_jobs([QUESTION])
     expected = tok(INSTRUCTION + QUESTION)["input_ids"] + [tok.eos_token_id]
     assert qjob.ids.tolist() == expected and qjob.ids[0] == tok.bos_token_id
     with torch.no_grad():

@@ -109,7 +109,7 @@ def test_model_fusion_defaults_to_dense_and_reads_the_config():
 
 def test_shipped_model_defaults_to_its_validated_hybrid_fusion():
     from landmark_rag.encode import LandmarkConfig
-    from landmark_rag.models import DEFAULT_MODEL, packaged_model
+    from landmark_rag.encode.models.registry import DEFAULT_MODEL, packaged_model
 
     fusion = model_fusion(LandmarkConfig.load(packaged_model(DEFAULT_MODEL)))
     assert fusion.mode == "hybrid" and fusion.language == "english"  # chosen in benchmarks/hybrid_sweep.py

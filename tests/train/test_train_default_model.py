@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from landmark_rag.models import BASE_MODEL, DEFAULT_MODEL, default_model, packaged_model
+from landmark_rag.encode.models.registry import BASE_MODEL, DEFAULT_MODEL, default_model, packaged_model
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "squad-v1.1-dev-part-a.json"
 
@@ -44,7 +44,7 @@ def test_default_beats_per_sentence_on_a_held_out_article():
 
 def test_default_loads_back_by_its_store_identity():
     # stores record model_name; "landmark-minilm" must resolve without a hub
-    from landmark_rag.encode.loading import resolve
+    from landmark_rag.encode.models.registry import resolve
 
     assert resolve("landmark-minilm").path == str(packaged_model(DEFAULT_MODEL))
     assert resolve("Landmark-MiniLM").alias == "landmark-minilm"

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from landmark_rag import LandmarkEncoder
-from landmark_rag.encode.loading import resolve
+from landmark_rag.encode.models.registry import resolve
 from landmark_rag.train import StageConfig, TrainConfig, Trainer, load_articles
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "squad-v1.1-dev-part-a.json"
@@ -76,7 +76,7 @@ def _run(tiny_model_dir: Path, tmp_path: Path, *, lora: bool, pooling: str) -> N
     if lora:
         assert not any(out.glob("model*.safetensors"))  # adapter only; base weights stay put
         # the peft-free merge (used when peft is not installed) gives the same model
-        from landmark_rag.models.lora import merge_lora
+        from landmark_rag.encode.models.lora import merge_lora
 
         plain = LandmarkEncoder.from_pretrained(str(tiny_model_dir), pooling=pooling, query_pooling=pooling, max_length=64)
         merge_lora(plain.model, out)

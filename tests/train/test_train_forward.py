@@ -14,7 +14,7 @@ import torch
 
 from landmark_rag import LandmarkEncoder
 from landmark_rag.train.examples import TrainExample
-from landmark_rag.train.forward import document_vectors, hf_forward, tokenize_units
+from landmark_rag.train.forward import document_vectors, hf_forward
 
 TEXT = (
     "The first paragraph opens here. It has a second sentence, which is longer than the first one.\n\n"
@@ -30,9 +30,7 @@ def _train_vs_inference(encoder: LandmarkEncoder) -> tuple[np.ndarray, np.ndarra
         units=[s.text for s in doc.sentences], spaces=[s.space_before for s in doc.sentences], doc_id="doc"
     )
     with torch.no_grad():
-        (trained,) = document_vectors(
-            encoder, hf_forward(encoder.model, encoder.landmark_layout), [example], encoder.device
-        )
+        (trained,) = document_vectors(encoder.layout, hf_forward(encoder.model, encoder.layout), [example], encoder.device)
     return trained.numpy(), doc.embeddings, example
 
 
@@ -45,8 +43,8 @@ def test_causal_training_forward_equals_inference(tiny_llama_dir, pooling):
     np.testing.assert_allclose(trained, inferred, atol=2e-5)
     # the check can fail: the old training layout (units joined by one space) tokenises the
     # sentences after a paragraph break differently for this byte-level BPE tokenizer
-    joined = tokenize_units(encoder, example.units)
-    exact = tokenize_units(encoder, example.units, example.spaces)
+    joined = encoder.layout.tokenize_sentences(example.units)
+    exact = encoder.layout.tokenize_sentences(example.units, example.spaces)
     assert any(not np.array_equal(a, b) for a, b in zip(joined, exact, strict=True))
 
 
@@ -71,5 +69,5 @@ def test_isolated_landmarks_training_forward_equals_inference(tiny_bert_dir, att
     np.testing.assert_allclose(trained, inferred, atol=2e-5)
     # the check can fail: the full-attention forward of the same model gives other vectors
     with torch.no_grad():
-        full = document_vectors(encoder, hf_forward(encoder.model), [_train_vs_inference(encoder)[2]], "cpu")[0]
+        full = document_vectors(encoder.layout, hf_forward(encoder.model), [_train_vs_inference(encoder)[2]], "cpu")[0]
     assert not np.allclose(full.numpy(), inferred, atol=1e-3)

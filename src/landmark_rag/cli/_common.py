@@ -139,13 +139,13 @@ def model_errors(model: str | None) -> Iterator[None]:
 
 def open_query_index(db: str, collection: str, *, model: str | None, device: str | None) -> LandmarkIndex:
     """A read-only index for ``query``: the store's model as exported to ONNX when the cache
-    has it (no torch, no transformers: ``encode.onnx_query``), else :func:`open_index`.
+    has it (no torch, no transformers: ``encode.export.onnx_query``), else :func:`open_index`.
 
     Only the store's own model on the CPU takes the fast path; ``--model`` or another device
     loads the torch encoder, which also checks it against the store.
     """
     if model is None and device in (None, "cpu"):
-        from landmark_rag.encode.onnx_query import enabled, load_query_encoder
+        from landmark_rag.encode.export.onnx_query import enabled, load_query_encoder
 
         if enabled():
             from landmark_rag.index import LandmarkIndex
@@ -159,9 +159,9 @@ def open_query_index(db: str, collection: str, *, model: str | None, device: str
 
 
 def export_for_queries(encoder: Any) -> None:
-    """Export ``encoder``'s query network for later cold queries (``encode.onnx_query``);
+    """Export ``encoder``'s query network for later cold queries (``encode.export.onnx_query``);
     a no-op when it already exists, is switched off, or the encoder cannot be exported."""
-    from landmark_rag.encode.onnx_query import enabled, export_query_model, exportable
+    from landmark_rag.encode.export.onnx_query import enabled, export_query_model, exportable
 
     if enabled() and exportable(encoder):
         export_query_model(encoder)

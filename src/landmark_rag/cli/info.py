@@ -21,7 +21,7 @@ def info_command(
 
     Reads only the store's records (the model is not loaded), so it is instant.
     """
-    from landmark_rag.encode.loading import cache_dir
+    from landmark_rag.encode.models.loading import cache_dir
     from landmark_rag.store import recorded_dim, recorded_model
 
     store = open_existing_store(db, collection)

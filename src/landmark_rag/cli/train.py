@@ -114,7 +114,7 @@ def train_command(
     """
     if prepare is not None:
         return _prepare(prepare, raw, output_dir, download)
-    from landmark_rag.encode.registry import ModelNotFoundError
+    from landmark_rag.encode.models.registry import ModelNotFoundError
     from landmark_rag.train import TrainConfig, train
     from landmark_rag.train.config import TrainingInputError
 

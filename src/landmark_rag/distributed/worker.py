@@ -85,7 +85,7 @@ class EncodeWorker:
         if self._loaded is None:
             import torch
 
-            from landmark_rag.encode.cache import load_encoder
+            from landmark_rag.encode.models.cache import load_encoder
             from landmark_rag.store.identity import identity_diff, scalar
 
             # Ray sets OMP_NUM_THREADS from num_cpus; torch's intra-op pool is sized here so
@@ -122,7 +122,7 @@ class EncodeWorker:
 def load_identity(model: str, overrides: dict[str, Any], device: str | None) -> tuple[dict[str, Any], int, str]:
     """Model identity, dimension and name, as a worker loads it (run as a Ray task; the core's
     encoder cache keeps the model for the next run in the same worker process)."""
-    from landmark_rag.encode.cache import load_encoder
+    from landmark_rag.encode.models.cache import load_encoder
 
     encoder = load_encoder(model, device=device, **overrides)
     return dict(encoder.config.identity()), int(encoder.dim), encoder.model_name

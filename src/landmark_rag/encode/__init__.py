@@ -1,5 +1,16 @@
 """The landmark encoder (step 2 of the pipeline).
 
+The package holds four kinds of thing:
+
+* the encoder itself, at this level: ``encoder`` (``LandmarkEncoder``), ``config``
+  (``LandmarkConfig``, ``Pooling``), ``layout`` (the input layout inference and training
+  share), ``pooling``, ``windows``, ``attention`` (isolated landmarks), ``untrained``;
+* ``models/``: finding and loading models (registry, loading policy, LoRA merge, split-zip
+  weights, weight fingerprints, the process's shared encoders);
+* ``runtime/``: process settings for CPU encoding (OpenMP wait policy, glibc mmap
+  threshold, concurrent batches, bf16 autocast, int8);
+* ``export/``: the query network exported to ONNX for a cold query without torch.
+
 ``LandmarkEncoder`` (and with it torch and transformers) is imported on first use, so that
 ``import landmark_rag`` and the CLI's commands that never encode (``info``, ``--help``, an
 unchanged re-index) start without paying for them.
@@ -7,13 +18,14 @@ unchanged re-index) start without paying for them.
 
 from typing import TYPE_CHECKING, Any
 
-from landmark_rag.encode.config import CONFIG_NAME, LandmarkConfig
-from landmark_rag.encode.loading import ModelNotFoundError, cache_dir
+from landmark_rag.encode.config import CONFIG_NAME, LandmarkConfig, Pooling
+from landmark_rag.encode.models.loading import cache_dir
+from landmark_rag.encode.models.registry import ModelNotFoundError
 
 if TYPE_CHECKING:
     from landmark_rag.encode.encoder import LandmarkEncoder
 
-__all__ = ["CONFIG_NAME", "LandmarkConfig", "LandmarkEncoder", "ModelNotFoundError", "cache_dir"]
+__all__ = ["CONFIG_NAME", "LandmarkConfig", "LandmarkEncoder", "ModelNotFoundError", "Pooling", "cache_dir"]
 
 
 def __getattr__(name: str) -> Any:

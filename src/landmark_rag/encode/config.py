@@ -4,13 +4,38 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
+from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
 
 CONFIG_NAME = "landmark_config.json"
 
-Pooling = Literal["landmark", "mean", "sentence"]
-QueryPooling = Literal["landmark", "mean"]
+
+class Pooling(str, Enum):
+    """How one vector is pooled per sentence (documents) or per query.
+
+    A ``str`` subclass that hashes, prints and serialises as its value, so configs, JSON files
+    and store identities hold the same strings as before it was an enum.
+    """
+
+    LANDMARK = "landmark"
+    MEAN = "mean"
+    SENTENCE = "sentence"
+
+    __hash__ = str.__hash__
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+    @property
+    def reduction(self) -> Pooling:
+        """What ``encode.pooling.pool`` does with a job of this pooling: ``LANDMARK`` takes
+        the landmark's state; ``MEAN`` and ``SENTENCE`` (a lone sentence is its own job)
+        average the span."""
+        return Pooling.LANDMARK if self is Pooling.LANDMARK else Pooling.MEAN
+
+
+#: What ``query_pooling`` may be: a query is one text, so it has no ``sentence`` pooling.
+QUERY_POOLINGS = (Pooling.LANDMARK, Pooling.MEAN)
 
 
 @dataclass
@@ -65,8 +90,8 @@ class LandmarkConfig:
         their behaviour. Not part of :meth:`identity`: it changes queries, not vectors.
     """
 
-    pooling: Pooling = "landmark"
-    query_pooling: QueryPooling = "landmark"
+    pooling: Pooling = Pooling.LANDMARK
+    query_pooling: Pooling = Pooling.LANDMARK
     lmk_token: str | None = None
     lmk_is_new: bool = False
     query_instruction: str = ""
@@ -83,14 +108,15 @@ class LandmarkConfig:
     landmark_span: int = 1
     fusion: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
-    #: Set when weights are loaded (``encode.fingerprint``); never saved with the config.
+    #: Set when weights are loaded (``encode.models.fingerprint``); never saved with the config.
     weights_fingerprint: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        if self.pooling not in ("landmark", "mean", "sentence"):
+        if self.pooling not in tuple(Pooling):
             raise ValueError(f"pooling must be 'landmark', 'mean' or 'sentence', not {self.pooling!r}")
-        if self.query_pooling not in ("landmark", "mean"):
+        if self.query_pooling not in QUERY_POOLINGS:
             raise ValueError(f"query_pooling must be 'landmark' or 'mean', not {self.query_pooling!r}")
+        self.pooling, self.query_pooling = Pooling(self.pooling), Pooling(self.query_pooling)
         if self.expansion not in ("front", "surround", "adaptive"):
             raise ValueError(f"expansion must be 'front', 'surround' or 'adaptive', not {self.expansion!r}")
         if self.landmark_attention not in ("full", "isolated", "prefix", "causal"):
@@ -122,6 +148,7 @@ class LandmarkConfig:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        data["pooling"], data["query_pooling"] = self.pooling.value, self.query_pooling.value
         data.pop("weights_fingerprint", None)
         if data.get("landmark_attention") == "full":  # configs saved before it existed stay byte-identical
             data.pop("landmark_attention")
@@ -142,8 +169,8 @@ class LandmarkConfig:
         """
         out: dict[str, Any] = {
             "model_name": self.model_name,
-            "pooling": self.pooling,
-            "query_pooling": self.query_pooling,
+            "pooling": self.pooling.value,
+            "query_pooling": self.query_pooling.value,
             "lmk_token": self.lmk_token,
             "query_instruction": self.query_instruction,
         }

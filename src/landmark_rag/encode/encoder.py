@@ -5,25 +5,23 @@ from __future__ import annotations
 import logging
 import os
 import time
-import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from landmark_rag.encode.config import LandmarkConfig
-from landmark_rag.encode.fingerprint import weights_fingerprint
-from landmark_rag.encode.layout import Job, document_jobs, query_jobs, standalone_jobs, tokenize_sentences
-from landmark_rag.encode.loading import load_hf, materialise_gguf, pick_device, pick_dtype
-from landmark_rag.encode.malloc import pin_mmap_threshold
-from landmark_rag.encode.parallel import auto_workers, run_batches
+from landmark_rag.encode.config import LandmarkConfig, Pooling
+from landmark_rag.encode.layout import Job, Layout, token_id
+from landmark_rag.encode.models.fingerprint import weights_fingerprint
+from landmark_rag.encode.models.loading import load_pretrained
 from landmark_rag.encode.pooling import last_hidden, pad_batch, pool
-from landmark_rag.encode.precision import autocast, default_document_autocast
-from landmark_rag.encode.registry import ModelSource, default_model, is_causal, plain_model_config, resolve
+from landmark_rag.encode.runtime.malloc import pin_mmap_threshold
+from landmark_rag.encode.runtime.parallel import auto_workers, run_batches
+from landmark_rag.encode.runtime.precision import autocast
 from landmark_rag.encode.untrained import warn_untrained_landmark
 from landmark_rag.progress import bar_options
 from landmark_rag.segment import Segmenter, segment_sentences
@@ -35,8 +33,14 @@ logger = logging.getLogger(__name__)
 _GROUP_TOKENS = 1 << 17
 
 
-#: Kept for code that imported the job type from here; it lives in ``encode.layout``.
-_Job = Job
+class _FromLayout:
+    """A read-only encoder attribute: the field of the same name of ``encoder.layout``."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, encoder: Any, owner: type | None = None) -> Any:
+        return self if encoder is None else getattr(encoder.layout, self.name)
 
 
 class LandmarkEncoder:
@@ -46,45 +50,44 @@ class LandmarkEncoder:
     the landmark after every sentence, runs the encoder over the whole landmarked text
     (sliding windows when it is longer than the model's context) and pools one vector per
     sentence, so each vector carries the sentence's surroundings.
+
+    Its inputs are laid out by :attr:`layout` (``encode.layout``, the object training uses
+    too); ``causal``, ``lmk_id``, ``max_length``, ``budget`` and the other layout fields read
+    through to it.
     """
+
+    causal = _FromLayout()
+    lmk_id = _FromLayout()
+    pad_id = _FromLayout()
+    max_length = _FromLayout()
+    budget = _FromLayout()
+    overlap = _FromLayout()
+    max_sentence_tokens = _FromLayout()
+    prefix_ids = _FromLayout()
+    suffix_ids = _FromLayout()
 
     def __init__(self, model: Any, tokenizer: Any, config: LandmarkConfig, *, device: torch.device) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.config = config
         self.device = device
-        self.causal = bool(config.causal) if config.causal is not None else is_causal(model.config)
-        config.causal = self.causal
         if getattr(model.config, "use_cache", False):
-            # an encoder pass never generates: a decoder's key/value cache would only hold
-            # memory (8.6 GB for 16 windows of 4096 tokens on a 7B Mistral, docs/paper_checkpoint.md)
+            # an encoder pass never generates: a decoder's key/value cache would only hold memory
             model.config.use_cache = False
-        if config.lmk_token is None:
-            config.lmk_token = tokenizer.eos_token if self.causal else (tokenizer.sep_token or tokenizer.eos_token)
-        if config.lmk_token is None:
-            raise ValueError("the tokenizer has neither [SEP] nor EOS; set lmk_token explicitly")
-        self.lmk_id = self._token_id(config.lmk_token)
-        self.max_length = int(config.max_length or self._model_max_length())
-        #: special tokens the tokenizer wraps a single text in ([CLS] ... [SEP], <s> ...)
-        self.prefix_ids, self.suffix_ids = self._special_tokens()
-        self.budget = self.max_length - len(self.prefix_ids) - len(self.suffix_ids)
-        if self.budget < 8:
-            raise ValueError(f"max_length {self.max_length} leaves no room for text")
-        self.overlap = int(config.window_overlap if config.window_overlap is not None else self.max_length // 4)
-        self.max_sentence_tokens = int(config.max_sentence_tokens or min(256, self.budget // 2))
-        pad = tokenizer.pad_token_id
-        self.pad_id = int(pad if pad is not None else (tokenizer.eos_token_id or 0))
+        self.layout = Layout.build(tokenizer, config, model.config)
+        # the config states what the layout decided, so a saved config reloads the same way
+        config.causal, config.lmk_token = self.layout.causal, self.layout.lmk_token
         #: the files the weights were loaded from (set by from_pretrained; the ONNX query
-        #: export, ``encode.onnx_query``, re-checks their fingerprint before it is trusted)
+        #: export, ``encode.export.onnx_query``, re-checks their fingerprint before it is trusted)
         self.weight_locations: list[str] = []
         #: a ``torch.compile``d model for document windows (:meth:`compile`), else ``None``
         self.document_model: Any = None
-        #: dtype document windows run in under CPU autocast (``encode.precision``): bf16 when
+        #: dtype document windows run in under CPU autocast (``encode.runtime.precision``): bf16 when
         #: from_pretrained chose it for a CPU with native bf16, else ``None`` (as loaded)
         self.document_autocast: torch.dtype | None = None
-        #: batches encoded concurrently on CPU (``encode.parallel``); ``None``: automatic
+        #: batches encoded concurrently on CPU (``encode.runtime.parallel``); ``None``: automatic
         self.workers: int | None = None
-        pin_mmap_threshold()  # long documents: flat memory instead of glibc's creep (encode/malloc.py)
+        pin_mmap_threshold()  # long documents: flat memory instead of glibc's creep (runtime/malloc.py)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -107,52 +110,24 @@ class LandmarkEncoder:
         ``SmolLM2-135M-Instruct``), or a hub name (needs a reachable hub). ``None`` loads the
         package's default model. Keyword arguments override fields of
         :class:`LandmarkConfig` (e.g. ``pooling="mean"``). ``quantize="int8"`` (CPU only, opt-in)
-        runs the linear layers as int8 (``encode/quantize.py``): faster, vectors slightly off.
+        runs the linear layers as int8 (``encode/runtime/quantize.py``): faster, vectors slightly off.
         ``compile=True`` (opt-in) runs document windows through ``torch.compile`` (:meth:`compile`).
         """
-        if model is None:
-            model = default_model()
-        source = resolve(model)
-        dev = pick_device(device)
-        torch_dtype = pick_dtype(dev, dtype)
-        path = str(materialise_gguf(source)) if source.gguf_file else source.path
-        config = LandmarkConfig.load(path) if Path(path).is_dir() else None
-        adapter_dir = None
-        if config is not None and config.base_model and not _has_weights(path):
-            adapter_dir = path  # an adapter-only directory: weights come from base_model
-            base = resolve(config.base_model)
-            path = str(materialise_gguf(base)) if base.gguf_file else base.path
-        # landmark pooling is trusted only where the model's own landmark_config.json asks for it
-        trained_landmark = config is not None and config.pooling == "landmark"
-        if config is None:
-            config = cls._default_config(source)
-        config = replace(config, **{k: v for k, v in config_overrides.items() if k != "extra"})
-        config.model_name = config.model_name or source.alias or os.fspath(model)
-        if config.pooling == "landmark" and not trained_landmark:
-            warn_untrained_landmark(str(config.model_name))
-        config.weights_fingerprint = weights_fingerprint([path, adapter_dir])
-        tokenizer_path = adapter_dir if adapter_dir and Path(adapter_dir, "tokenizer_config.json").is_file() else path
-        tokenizer, hf_model = load_hf(
-            path, dtype=torch_dtype, trust_remote_code=trust_remote_code, attn_implementation=attn_implementation
+        loaded = load_pretrained(
+            model, device=device, dtype=dtype, trust_remote_code=trust_remote_code,
+            attn_implementation=attn_implementation, quantize=quantize, overrides=config_overrides,
         )
-        if tokenizer_path != path:
-            from transformers import AutoTokenizer
-
-            tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
-        if adapter_dir is not None:
-            hf_model = _apply_adapter(hf_model, tokenizer, adapter_dir)
-        if quantize is not None:
-            from landmark_rag.encode.quantize import quantize_model
-
-            hf_model = quantize_model(hf_model, quantize, dev)
-        encoder = cls(hf_model.to(dev), tokenizer, config, device=dev)
-        if quantize is None:  # quantised weights are no longer what the files hold
-            encoder.weight_locations = [p for p in (path, adapter_dir) if p]
-        if config.lmk_is_new and encoder.lmk_id == tokenizer.unk_token_id:
-            fingerprint = config.weights_fingerprint
-            encoder.add_landmark_token(config.lmk_token)
-            encoder.config.weights_fingerprint = fingerprint  # a deterministic function of the files
-        encoder.document_autocast = default_document_autocast(dev, dtype, quantize)
+        if loaded.untrained_landmark:
+            warn_untrained_landmark(str(loaded.config.model_name))
+        encoder = cls(loaded.model, loaded.tokenizer, loaded.config, device=loaded.device)
+        encoder.weight_locations = loaded.weight_locations
+        encoder.document_autocast = loaded.document_autocast
+        if encoder.config.lmk_is_new and encoder.lmk_id == encoder.tokenizer.unk_token_id:
+            # a new landmark token its tokenizer was saved without: add it again; the weights
+            # still are the files', so the fingerprint stands
+            fingerprint = encoder.config.weights_fingerprint
+            encoder.add_landmark_token(encoder.config.lmk_token)
+            encoder.config.weights_fingerprint = fingerprint
         if compile:
             encoder.compile()
         return encoder
@@ -170,38 +145,13 @@ class LandmarkEncoder:
     def compile(self, **options: Any) -> LandmarkEncoder:
         """Run document windows through ``torch.compile(model, dynamic=True, **options)``; returns self.
 
-        Why opt-in: on 2 CPU cores the compiled MiniLM encodes documents about 1.2-1.3x faster
-        with the same vectors (max difference ~1e-6), but compiling costs 15-35 s the first time
-        a process encodes (less once inductor's on-disk cache is warm), which only a long
+        Why opt-in: compiled windows encode faster with the same vectors (to float rounding),
+        but compiling costs many seconds the first time a process encodes, which only a long
         indexing run repays (docs/benchmarks.md, "Indexing throughput"). Queries stay on the
         eager model: they are short, of every length, and would mostly wait on recompiles.
         """
         self.document_model = torch.compile(self.model, dynamic=True, **options)
         return self
-
-    @staticmethod
-    def _default_config(source: ModelSource) -> LandmarkConfig:
-        # A plain embedding model has never seen a landmark: pooling at one retrieves far
-        # worse than using the model as trained (docs/benchmarks.md), so an unconfigured
-        # bidirectional model embeds each sentence alone. Causal LMs follow the reference
-        # code (EOS as landmark, last-token pooling).
-        return plain_model_config(source)
-
-    @property
-    def landmark_layout(self) -> tuple[int, str, int] | None:
-        """``(landmark id, mode, span)`` when landmarks are isolated (``landmark_attention``
-        ``isolated``/``prefix``/``causal``, ``encode.attention``), ``None`` for full attention."""
-        mode = self.config.landmark_attention
-        if mode == "full":
-            return None
-        if self.causal:
-            raise ValueError(f"landmark_attention={mode!r} is for bidirectional encoders")
-        if self.lmk_id in self.prefix_ids or self.lmk_id in self.suffix_ids:
-            raise ValueError(
-                f"landmark_attention={mode!r} needs a landmark token of its own, not {self.config.lmk_token!r} "
-                "(which also wraps every window); add one with add_landmark_token('[LMK]')"
-            )
-        return self.lmk_id, mode, self.config.landmark_span
 
     def to(self, device: str | torch.device) -> LandmarkEncoder:
         """Move the model to ``device`` (the encoder then runs its inputs there); returns self."""
@@ -216,7 +166,7 @@ class LandmarkEncoder:
         defaults to the current landmark token ([SEP] or EOS), which gives training a
         sensible starting point.
         """
-        init_id = self._token_id(init_from) if init_from else self.lmk_id
+        init_id = token_id(self.tokenizer, init_from) if init_from else self.lmk_id
         if token not in self.tokenizer.get_vocab():
             self.tokenizer.add_special_tokens({"additional_special_tokens": [token]})
             new_id = self.tokenizer.convert_tokens_to_ids(token)
@@ -228,7 +178,7 @@ class LandmarkEncoder:
         self.config.lmk_token = token
         self.config.lmk_is_new = True
         self.config.weights_fingerprint = None  # the weights in memory no longer match any file
-        self.lmk_id = self._token_id(token)
+        self.layout = Layout.build(self.tokenizer, self.config, self.model.config)
 
     def save_pretrained(self, directory: str | os.PathLike[str]) -> None:
         """Write model (safetensors), tokenizer and ``landmark_config.json``."""
@@ -290,12 +240,13 @@ class LandmarkEncoder:
         ``sentences`` (per document, optional) supplies ready-made sentences, e.g. nodes
         of a framework that already split the text; they are used as they are, one vector
         each. ``batch_size`` counts encoder windows; ``batch_tokens`` (optional, replaces
-        ``batch_size``) caps a batch by padded tokens instead (windows x width), which keeps a GPU's memory per batch even
-        when window lengths vary, e.g. a 7B model's 4096-token windows next to short
-        documents' windows (a batch never has fewer than one window). Empty or whitespace-only documents give
-        empty results. Documents are processed in groups of about 131k tokens so memory stays
-        bounded however many or however long the documents are. ``show_progress=None`` shows
-        the bar only once the call has run a few seconds (``landmark_rag.progress``).
+        ``batch_size``) caps a batch by padded tokens instead (windows x width), which keeps a
+        GPU's memory per batch even when window lengths vary, e.g. a 7B model's 4096-token
+        windows next to short documents' windows (a batch never has fewer than one window).
+        Empty or whitespace-only documents give empty results. Documents are processed in
+        groups of a bounded number of tokens so memory stays bounded however many or however
+        long the documents are. ``show_progress=None`` shows the bar only once the call has run a few
+        seconds (``landmark_rag.progress``).
         """
         if isinstance(texts, str):
             raise TypeError("encode_documents takes a list of texts; use encode_document for one")
@@ -307,60 +258,46 @@ class LandmarkEncoder:
         results: list[EncodedDocument] = []
         bar = tqdm(total=n, desc="encoding", unit="doc", **bar_options(show_progress))
         t0, tokens_done = time.perf_counter(), 0
-        group: list[tuple[str, str | None, list[Sentence], list[np.ndarray]]] = []
-        group_tokens = 0
-
-        def flush() -> None:
-            nonlocal group, group_tokens, tokens_done
+        docs = (self._prepare(*doc, segmenter) for doc in zip(texts, doc_ids, given, strict=True))
+        for group, tokens in _groups(docs):
             results.extend(self._encode_group(group, batch_size, batch_tokens))
-            tokens_done += group_tokens
+            tokens_done += tokens
             # postfix first without a redraw: the update draws it, and only once the bar is due
             bar.set_postfix(tokens_per_s=f"{tokens_done / max(time.perf_counter() - t0, 1e-9):,.0f}", refresh=False)
             bar.update(len(group))
-            group, group_tokens = [], 0
-
-        for text, doc_id, sents in zip(texts, doc_ids, given, strict=True):
-            if not isinstance(text, str):
-                raise TypeError(f"document texts must be str, got {type(text).__name__}")
-            sent_list = (
-                [s if s.doc_id == doc_id else s.with_doc_id(doc_id) for s in sents]
-                if sents is not None
-                else self.segment(text, doc_id, segmenter)
-            )
-            _check_sentences(text, sent_list)
-            toks = self._tokenize_sentences(sent_list)
-            group.append((text, doc_id, sent_list, toks))
-            group_tokens += sum(len(t) for t in toks)
-            if group_tokens >= _GROUP_TOKENS:
-                flush()
-        if group:
-            flush()
         bar.close()
         return results
 
-    def _tokenize_sentences(self, sentences: list[Sentence]) -> list[np.ndarray]:
-        return tokenize_sentences(self, [s.text for s in sentences], [s.space_before for s in sentences])
+    def _prepare(
+        self, text: str, doc_id: str | None, sentences: Sequence[Sentence] | None, segmenter: Segmenter | None
+    ) -> _Document:
+        """A document's sentences (given, or segmented here) and their token ids."""
+        if not isinstance(text, str):
+            raise TypeError(f"document texts must be str, got {type(text).__name__}")
+        sents = (
+            [s if s.doc_id == doc_id else s.with_doc_id(doc_id) for s in sentences]
+            if sentences is not None
+            else self.segment(text, doc_id, segmenter)
+        )
+        _check_sentences(text, sents)
+        toks = self.layout.tokenize_sentences([s.text for s in sents], [s.space_before for s in sents])
+        return _Document(text, doc_id, sents, toks)
 
     def _encode_group(
-        self, group: list[tuple[str, str | None, list[Sentence], list[np.ndarray]]], batch_size: int,
-        batch_tokens: int | None = None,
+        self, group: list[_Document], batch_size: int, batch_tokens: int | None = None
     ) -> list[EncodedDocument]:
         jobs: list[Job] = []
-        for d, (_, _, _, toks) in enumerate(group):
-            jobs.extend(self._jobs_for_document(d, toks))
-        outs = [np.zeros((len(s), self.dim), dtype=np.float32) for _, _, s, _ in group]
-        self._run_jobs(jobs, batch_size, outs, "landmark" if self.config.pooling == "landmark" else "mean",
-                       documents=True, batch_tokens=batch_tokens)
+        for d, doc in enumerate(group):
+            jobs.extend(self.layout.document_jobs(doc.toks, d))
+        outs = [np.zeros((len(doc.sentences), self.dim), dtype=np.float32) for doc in group]
+        self._run_jobs(jobs, batch_size, outs, self.layout.pooling.reduction, documents=True, batch_tokens=batch_tokens)
         return [
-            EncodedDocument(text=text, sentences=sents, embeddings=_normalise(out), doc_id=doc_id)
-            for (text, doc_id, sents, _), out in zip(group, outs, strict=True)
+            EncodedDocument(text=doc.text, sentences=doc.sentences, embeddings=_normalise(out), doc_id=doc.doc_id)
+            for doc, out in zip(group, outs, strict=True)
         ]
 
-    def _jobs_for_document(self, d: int, toks: list[np.ndarray]) -> list[Job]:
-        return document_jobs(self, toks, d)
-
     def _run_jobs(
-        self, jobs: list[Job], batch_size: int, outs: list[np.ndarray], mode: str, show_progress: bool = False,
+        self, jobs: list[Job], batch_size: int, outs: list[np.ndarray], mode: Pooling, show_progress: bool = False,
         documents: bool = False, batch_tokens: int | None = None,
     ) -> None:
         order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))  # minimal padding
@@ -377,7 +314,7 @@ class LandmarkEncoder:
         run_batches(batches, one, workers)
         bar.close()
 
-    def _run_batch(self, batch: list[Job], outs: list[np.ndarray], mode: str, documents: bool = False) -> None:
+    def _run_batch(self, batch: list[Job], outs: list[np.ndarray], mode: Pooling, documents: bool = False) -> None:
         model = self.document_model if documents else None
         try:
             pooled = self._forward_pool(batch, mode, model, documents)
@@ -403,15 +340,17 @@ class LandmarkEncoder:
             outs[job.doc][job.sentences] = vecs
 
     @torch.inference_mode()
-    def _forward_pool(self, batch: list[Job], mode: str, model: Any = None, documents: bool = False) -> list[np.ndarray]:
+    def _forward_pool(
+        self, batch: list[Job], mode: Pooling, model: Any = None, documents: bool = False
+    ) -> list[np.ndarray]:
         """Run one padded batch and pool it (``encode.pooling``, the code training runs too).
 
         Document windows run under :attr:`document_autocast` (bf16 on CPUs that have it,
-        ``encode.precision``); queries always run as loaded."""
+        ``encode.runtime.precision``); queries always run as loaded."""
         ids, mask = pad_batch(batch, self.pad_id)
         model = model if model is not None else self.model
         with autocast(self.device, self.document_autocast if documents else None):
-            hidden = last_hidden(model, ids.to(self.device), mask.to(self.device), self.landmark_layout)
+            hidden = last_hidden(model, ids.to(self.device), mask.to(self.device), self.layout)
         return [v.cpu().numpy() for v in pool(hidden, batch, mode)]
 
     # ------------------------------------------------------------------ queries
@@ -426,17 +365,9 @@ class LandmarkEncoder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        jobs = self._query_jobs(texts)
-        landmark = self.config.query_pooling == "landmark"
         out = [np.zeros((len(texts), self.dim), dtype=np.float32)]
-        self._run_jobs(jobs, batch_size, out, "landmark" if landmark else "mean", show_progress)
+        self._run_jobs(self.layout.query_jobs(texts), batch_size, out, self.layout.query_pooling, show_progress)
         return _normalise(out[0])
-
-    def _query_jobs(self, texts: Sequence[str]) -> list[Job]:
-        return query_jobs(self, texts)
-
-    def _standalone_jobs(self, toks: list[np.ndarray], d: int = 0) -> list[Job]:
-        return standalone_jobs(self, toks, d)
 
     def encode_texts(self, texts: Sequence[str], *, batch_size: int = 16, show_progress: bool = False) -> np.ndarray:
         """Embed standalone texts (no surrounding document), one vector per text.
@@ -451,35 +382,35 @@ class LandmarkEncoder:
                 out[i] = doc.embeddings.mean(0)
         return _normalise(out)
 
-    # ------------------------------------------------------------------ helpers
-    def _token_id(self, token: str) -> int:
-        tid = self.tokenizer.convert_tokens_to_ids(token)
-        if tid is None:
-            raise ValueError(f"token {token!r} is not in the tokenizer's vocabulary")
-        return int(tid)
-
-    def _model_max_length(self) -> int:
-        cfg = self.model.config
-        n = getattr(cfg, "max_position_embeddings", None) or 512
-        tok_max = getattr(self.tokenizer, "model_max_length", None)
-        if tok_max and tok_max < 1_000_000:
-            n = min(n, tok_max)
-        return int(min(n, 8192))
-
-    def _special_tokens(self) -> tuple[list[int], list[int]]:
-        """Special tokens the tokenizer wraps a single text in ([CLS] ... [SEP], <s> ...)."""
-        probe = self.tokenizer("a", add_special_tokens=False)["input_ids"]
-        full = self.tokenizer("a")["input_ids"]
-        for k in range(len(full) - len(probe) + 1):
-            if full[k : k + len(probe)] == probe:
-                return list(full[:k]), list(full[k + len(probe) :])
-        return [], []
-
     def __repr__(self) -> str:
         return (
-            f"LandmarkEncoder(model={self.model_name!r}, pooling={self.config.pooling!r}, "
+            f"LandmarkEncoder(model={self.model_name!r}, pooling={self.config.pooling.value!r}, "
             f"causal={self.causal}, max_length={self.max_length}, dim={self.dim}, device={self.device})"
         )
+
+
+class _Document(NamedTuple):
+    """A document ready to lay out: its sentences and their token ids."""
+
+    text: str
+    doc_id: str | None
+    sentences: list[Sentence]
+    toks: list[np.ndarray]
+
+
+def _groups(docs: Iterable[_Document]) -> Iterator[tuple[list[_Document], int]]:
+    """Consecutive documents in groups of about ``_GROUP_TOKENS`` tokens, with each group's
+    token count; a group is encoded before the next document is prepared."""
+    group: list[_Document] = []
+    tokens = 0
+    for doc in docs:
+        group.append(doc)
+        tokens += sum(len(t) for t in doc.toks)
+        if tokens >= _GROUP_TOKENS:
+            yield group, tokens
+            group, tokens = [], 0
+    if group:
+        yield group, tokens
 
 
 def _batches(order: list[int], jobs: list[Job], batch_size: int, batch_tokens: int | None) -> list[list[Job]]:
@@ -500,32 +431,6 @@ def _batches(order: list[int], jobs: list[Job], batch_size: int, batch_tokens: i
     if cur:
         out.append(cur)
     return out
-
-
-def _has_weights(path: str) -> bool:
-    return any(Path(path).glob("*.safetensors")) and not Path(path, "adapter_config.json").is_file()
-
-
-def _apply_adapter(model: Any, tokenizer: Any, adapter_dir: str) -> Any:
-    """Apply a LoRA adapter (and resized embeddings) saved by landmark-rag training."""
-    if len(tokenizer) != model.get_input_embeddings().weight.shape[0]:
-        # the new rows (a trained [LMK]) come from the adapter: no random mean/covariance init
-        model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
-    from landmark_rag.encode.lora import merge_lora
-
-    # A plain LoRA adapter (the packaged default) merges with torch alone: importing peft
-    # and its merge_and_unload cost 0.2-0.5 s of every cold CLI query and index (docs/benchmarks.md,
-    # "CLI cold start"); peft is only needed for adapter kinds merge_lora refuses.
-    try:
-        return merge_lora(model, adapter_dir)
-    except ImportError:
-        from peft import PeftModel  # the `train` extra
-
-    with warnings.catch_warnings():
-        # peft reads transformers' deprecated `is_gradient_checkpointing` property, which warns
-        # (FutureWarning) on every load; the notice is for peft, not for users.
-        warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing", category=FutureWarning)
-        return PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()
 
 
 def _check_sentences(text: str, sentences: Iterable[Sentence]) -> None:

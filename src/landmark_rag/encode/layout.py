@@ -2,12 +2,12 @@
 
 A *job* is one encoder input: token ids of a window (or of a lone sentence or query) and,
 for each sentence pooled from it, the span to pool. Training must see exactly the inputs
-inference builds, so both take their jobs from these functions; nothing else lays out
+inference builds, so both take their jobs from one :class:`Layout`; nothing else lays out
 landmarks, windows or special tokens.
 
-The functions read the encoder's layout attributes (``tokenizer``, ``causal``, ``budget``,
-``overlap``, ``max_length``, ``prefix_ids``, ``suffix_ids``, ``lmk_id``, ``pad_id``,
-``config``), never its weights.
+A ``Layout`` is built once per encoder from its tokenizer, model config and
+:class:`~landmark_rag.encode.config.LandmarkConfig` (again whenever the config or the
+landmark token changes); it never touches weights, so the ONNX query path uses it too.
 """
 
 from __future__ import annotations
@@ -18,10 +18,15 @@ from typing import Any
 
 import numpy as np
 
+from landmark_rag.encode.config import LandmarkConfig, Pooling
+from landmark_rag.encode.models.registry import is_causal
 from landmark_rag.encode.windows import plan_windows
 
 #: Sentences tokenised per tokenizer call (Python lists of a whole book's ids are large).
 _TOKENIZE_CHUNK = 2048
+
+#: Isolated landmarks as ``encode.attention`` takes them: ``(landmark id, mode, span)``.
+IsolatedLandmarks = tuple[int, str, int]
 
 
 @dataclass
@@ -33,6 +38,170 @@ class Job:
     sentences: np.ndarray  # sentence indices (within the doc) pooled from this job
     starts: np.ndarray  # pooling span start per sentence (position in ids)
     ends: np.ndarray  # pooling span end (exclusive); landmark pooling uses ends - 1
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Everything that decides an encoder's inputs: tokenizer, special tokens, window sizes,
+    landmark and pooling. Jobs come from its methods."""
+
+    tokenizer: Any
+    causal: bool
+    max_length: int  # tokens per window, special tokens included
+    budget: int  # text tokens per window: max_length less the special tokens
+    overlap: int  # tokens consecutive windows of a long document share
+    max_sentence_tokens: int  # longer sentences are cut by segmentation
+    prefix_ids: tuple[int, ...]  # special tokens the tokenizer wraps a single text in ([CLS] ... [SEP], <s> ...)
+    suffix_ids: tuple[int, ...]
+    lmk_token: str
+    lmk_id: int
+    pad_id: int
+    pooling: Pooling
+    query_pooling: Pooling
+    query_instruction: str = ""
+    landmark_attention: str = "full"
+    landmark_span: int = 1
+
+    @classmethod
+    def build(cls, tokenizer: Any, config: LandmarkConfig, model_config: Any) -> Layout:
+        """The layout of a model (``model_config``: its Hugging Face config) used per ``config``.
+
+        What ``config`` leaves open is decided here: ``causal`` from the model, the landmark
+        token (EOS for causal models, else ``[SEP]``), the window from the model's positions.
+        """
+        causal = bool(config.causal) if config.causal is not None else is_causal(model_config)
+        lmk_token = config.lmk_token
+        if lmk_token is None:
+            lmk_token = tokenizer.eos_token if causal else (tokenizer.sep_token or tokenizer.eos_token)
+        if lmk_token is None:
+            raise ValueError("the tokenizer has neither [SEP] nor EOS; set lmk_token explicitly")
+        max_length = int(config.max_length or _model_max_length(model_config, tokenizer))
+        prefix, suffix = _special_tokens(tokenizer)
+        budget = max_length - len(prefix) - len(suffix)
+        if budget < 8:
+            raise ValueError(f"max_length {max_length} leaves no room for text")
+        pad = tokenizer.pad_token_id
+        return cls(
+            tokenizer=tokenizer,
+            causal=causal,
+            max_length=max_length,
+            budget=budget,
+            overlap=int(config.window_overlap if config.window_overlap is not None else max_length // 4),
+            max_sentence_tokens=int(config.max_sentence_tokens or min(256, budget // 2)),
+            prefix_ids=prefix,
+            suffix_ids=suffix,
+            lmk_token=lmk_token,
+            lmk_id=token_id(tokenizer, lmk_token),
+            pad_id=int(pad if pad is not None else (tokenizer.eos_token_id or 0)),
+            pooling=config.pooling,
+            query_pooling=config.query_pooling,
+            query_instruction=config.query_instruction,
+            landmark_attention=config.landmark_attention,
+            landmark_span=config.landmark_span,
+        )
+
+    @property
+    def isolated_landmarks(self) -> IsolatedLandmarks | None:
+        """``(landmark id, mode, span)`` when landmarks are isolated (``landmark_attention``
+        ``isolated``/``prefix``/``causal``, ``encode.attention``), ``None`` for full attention.
+
+        Checked when asked, not when built: training may add the landmark token that makes a
+        layout valid after the encoder was loaded."""
+        mode = self.landmark_attention
+        if mode == "full":
+            return None
+        if self.causal:
+            raise ValueError(f"landmark_attention={mode!r} is for bidirectional encoders")
+        if self.lmk_id in self.prefix_ids or self.lmk_id in self.suffix_ids:
+            raise ValueError(
+                f"landmark_attention={mode!r} needs a landmark token of its own, not {self.lmk_token!r} "
+                "(which also wraps every window); add one with add_landmark_token('[LMK]')"
+            )
+        return self.lmk_id, mode, self.landmark_span
+
+    # ------------------------------------------------------------------ jobs
+    def tokenize_sentences(self, texts: Sequence[str], spaces: Sequence[str] | None = None) -> list[np.ndarray]:
+        """Token ids per sentence (no special tokens), capped so each fits a window with its landmark.
+
+        ``spaces``: the whitespace before each sentence in its document (``Sentence.space_before``);
+        ``None`` joins sentences with one space (see :func:`sentence_pieces`).
+        """
+        if not texts:
+            return []
+        pieces = sentence_pieces(texts, spaces, self.causal)
+        cap = self.budget if self.pooling is Pooling.SENTENCE else self.budget - 1
+        fallback = [self.tokenizer.unk_token_id or self.pad_id]
+        out: list[np.ndarray] = []
+        for i in range(0, len(pieces), _TOKENIZE_CHUNK):
+            ids = self.tokenizer(pieces[i : i + _TOKENIZE_CHUNK], add_special_tokens=False, verbose=False)["input_ids"]
+            out.extend(np.asarray(x[:cap] or fallback, dtype=np.int64) for x in ids)
+        return out
+
+    def document_jobs(self, toks: Sequence[np.ndarray], doc: int = 0) -> list[Job]:
+        """The inputs for one document's sentences: windows of whole sentences, a landmark after
+        each (``landmark`` pooling), every sentence pooled from the window planned for it; with
+        ``sentence`` pooling each sentence alone."""
+        if self.pooling is Pooling.SENTENCE:
+            return self.standalone_jobs(toks, doc)
+        prefix, suffix = self._wrap()
+        landmark = self.pooling is Pooling.LANDMARK
+        lmk = np.asarray([self.lmk_id], dtype=np.int64)
+        lengths = [len(t) + (1 if landmark else 0) for t in toks]
+        # sentence-causal landmarks (encode.attention) see only what precedes them, like a causal model
+        left_only = self.causal or self.landmark_attention == "causal"
+        windows, assigned = plan_windows(lengths, self.budget, self.overlap, left_only)
+        jobs = []
+        for w, (a, b) in enumerate(windows):
+            parts = [prefix]
+            pos = len(prefix)
+            sel, starts, ends = [], [], []
+            for i in range(a, b):
+                t = toks[i]
+                parts.append(t)
+                if landmark:
+                    parts.append(lmk)
+                if assigned[i] == w:
+                    sel.append(i)
+                    starts.append(pos)
+                    ends.append(pos + len(t) + (1 if landmark else 0))
+                pos += lengths[i]
+            parts.append(suffix)
+            ids = np.concatenate(parts)[: self.max_length]
+            if sel:
+                jobs.append(Job(ids, doc, np.array(sel), np.array(starts), np.minimum(np.array(ends), len(ids))))
+        return jobs
+
+    def standalone_jobs(self, toks: Sequence[np.ndarray], doc: int = 0) -> list[Job]:
+        """Each unit alone, mean-pooled over ``[CLS] unit [SEP]`` (``pooling="sentence"``)."""
+        prefix, suffix = self._wrap()
+        return [
+            Job(np.concatenate([prefix, t, suffix]), doc, np.array([i]), np.array([0]),
+                np.array([len(prefix) + len(t) + len(suffix)]))
+            for i, t in enumerate(toks)
+        ]
+
+    def query_jobs(self, texts: Sequence[str]) -> list[Job]:
+        """Inputs for queries: ``[instruction] query [LMK]`` pooled at the LMK
+        (``query_pooling="landmark"``), or the whole query mean-pooled."""
+        instr = self.query_instruction
+        ids = self.tokenizer([instr + t for t in texts], add_special_tokens=False, verbose=False)["input_ids"]
+        landmark = self.query_pooling is Pooling.LANDMARK
+        cap = self.budget - (1 if landmark else 0)
+        prefix, suffix = self._wrap()
+        jobs = []
+        for q, x in enumerate(ids):
+            t = np.asarray(x[:cap], dtype=np.int64)
+            if landmark:
+                seq = np.concatenate([prefix, t, [self.lmk_id], suffix])
+                end = len(prefix) + len(t) + 1
+                jobs.append(Job(seq, 0, np.array([q]), np.array([end - 1]), np.array([end])))
+            else:
+                seq = np.concatenate([prefix, t, suffix])
+                jobs.append(Job(seq, 0, np.array([q]), np.array([0]), np.array([len(seq)])))
+        return jobs
+
+    def _wrap(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.asarray(self.prefix_ids, dtype=np.int64), np.asarray(self.suffix_ids, dtype=np.int64)
 
 
 def sentence_pieces(texts: Sequence[str], spaces: Sequence[str] | None, causal: bool) -> list[str]:
@@ -53,84 +222,27 @@ def sentence_pieces(texts: Sequence[str], spaces: Sequence[str] | None, causal: 
     return [sp + t for sp, t in zip(spaces, texts, strict=True)]
 
 
-def tokenize_sentences(encoder: Any, texts: Sequence[str], spaces: Sequence[str] | None = None) -> list[np.ndarray]:
-    """Token ids per sentence (no special tokens), capped so each fits a window with its landmark."""
-    if not texts:
-        return []
-    pieces = sentence_pieces(texts, spaces, encoder.causal)
-    cap = encoder.budget if encoder.config.pooling == "sentence" else encoder.budget - 1
-    fallback = [encoder.tokenizer.unk_token_id or encoder.pad_id]
-    out: list[np.ndarray] = []
-    for i in range(0, len(pieces), _TOKENIZE_CHUNK):
-        ids = encoder.tokenizer(pieces[i : i + _TOKENIZE_CHUNK], add_special_tokens=False, verbose=False)["input_ids"]
-        out.extend(np.asarray(x[:cap] or fallback, dtype=np.int64) for x in ids)
-    return out
+def token_id(tokenizer: Any, token: str) -> int:
+    """``token``'s id; an error when the vocabulary lacks it."""
+    tid = tokenizer.convert_tokens_to_ids(token)
+    if tid is None:
+        raise ValueError(f"token {token!r} is not in the tokenizer's vocabulary")
+    return int(tid)
 
 
-def document_jobs(encoder: Any, toks: Sequence[np.ndarray], doc: int = 0) -> list[Job]:
-    """The inputs for one document's sentences: windows of whole sentences, a landmark after
-    each (``landmark`` pooling), every sentence pooled from the window planned for it; with
-    ``sentence`` pooling each sentence alone."""
-    if encoder.config.pooling == "sentence":
-        return standalone_jobs(encoder, toks, doc)
-    prefix = np.asarray(encoder.prefix_ids, dtype=np.int64)
-    suffix = np.asarray(encoder.suffix_ids, dtype=np.int64)
-    landmark = encoder.config.pooling == "landmark"
-    lmk = np.asarray([encoder.lmk_id], dtype=np.int64)
-    lengths = [len(t) + (1 if landmark else 0) for t in toks]
-    # sentence-causal landmarks (encode.attention) see only what precedes them, like a causal model
-    left_only = encoder.causal or getattr(encoder.config, "landmark_attention", "full") == "causal"
-    windows, assigned = plan_windows(lengths, encoder.budget, encoder.overlap, left_only)
-    jobs = []
-    for w, (a, b) in enumerate(windows):
-        parts = [prefix]
-        pos = len(prefix)
-        sel, starts, ends = [], [], []
-        for i in range(a, b):
-            t = toks[i]
-            parts.append(t)
-            if landmark:
-                parts.append(lmk)
-            if assigned[i] == w:
-                sel.append(i)
-                starts.append(pos)
-                ends.append(pos + len(t) + (1 if landmark else 0))
-            pos += lengths[i]
-        parts.append(suffix)
-        ids = np.concatenate(parts)[: encoder.max_length]
-        if sel:
-            jobs.append(Job(ids, doc, np.array(sel), np.array(starts), np.minimum(np.array(ends), len(ids))))
-    return jobs
+def _model_max_length(model_config: Any, tokenizer: Any) -> int:
+    n = getattr(model_config, "max_position_embeddings", None) or 512
+    tok_max = getattr(tokenizer, "model_max_length", None)
+    if tok_max and tok_max < 1_000_000:
+        n = min(n, tok_max)
+    return int(min(n, 8192))
 
 
-def standalone_jobs(encoder: Any, toks: Sequence[np.ndarray], doc: int = 0) -> list[Job]:
-    """Each unit alone, mean-pooled over ``[CLS] unit [SEP]`` (``pooling="sentence"``)."""
-    prefix = np.asarray(encoder.prefix_ids, dtype=np.int64)
-    suffix = np.asarray(encoder.suffix_ids, dtype=np.int64)
-    return [
-        Job(np.concatenate([prefix, t, suffix]), doc, np.array([i]), np.array([0]),
-            np.array([len(prefix) + len(t) + len(suffix)]))
-        for i, t in enumerate(toks)
-    ]
-
-
-def query_jobs(encoder: Any, texts: Sequence[str]) -> list[Job]:
-    """Inputs for queries: ``[instruction] query [LMK]`` pooled at the LMK
-    (``query_pooling="landmark"``), or the whole query mean-pooled."""
-    instr = encoder.config.query_instruction
-    ids = encoder.tokenizer([instr + t for t in texts], add_special_tokens=False, verbose=False)["input_ids"]
-    landmark = encoder.config.query_pooling == "landmark"
-    cap = encoder.budget - (1 if landmark else 0)
-    prefix = np.asarray(encoder.prefix_ids, dtype=np.int64)
-    suffix = np.asarray(encoder.suffix_ids, dtype=np.int64)
-    jobs = []
-    for q, x in enumerate(ids):
-        t = np.asarray(x[:cap], dtype=np.int64)
-        if landmark:
-            seq = np.concatenate([prefix, t, [encoder.lmk_id], suffix])
-            end = len(prefix) + len(t) + 1
-            jobs.append(Job(seq, 0, np.array([q]), np.array([end - 1]), np.array([end])))
-        else:
-            seq = np.concatenate([prefix, t, suffix])
-            jobs.append(Job(seq, 0, np.array([q]), np.array([0]), np.array([len(seq)])))
-    return jobs
+def _special_tokens(tokenizer: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Special tokens the tokenizer wraps a single text in ([CLS] ... [SEP], <s> ...)."""
+    probe = tokenizer("a", add_special_tokens=False)["input_ids"]
+    full = tokenizer("a")["input_ids"]
+    for k in range(len(full) - len(probe) + 1):
+        if full[k : k + len(probe)] == probe:
+            return tuple(full[:k]), tuple(full[k + len(probe) :])
+    return (), ()

@@ -13,7 +13,8 @@ from typing import Any
 
 import torch
 
-from landmark_rag.encode.layout import Job
+from landmark_rag.encode.config import Pooling
+from landmark_rag.encode.layout import Job, Layout
 
 
 def pad_batch(jobs: Sequence[Job], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -27,37 +28,38 @@ def pad_batch(jobs: Sequence[Job], pad_id: int) -> tuple[torch.Tensor, torch.Ten
     return ids, mask
 
 
-def last_hidden(
-    model: Any, ids: torch.Tensor, mask: torch.Tensor, layout: tuple[int, str, int] | None = None
-) -> torch.Tensor:
+def last_hidden(model: Any, ids: torch.Tensor, mask: torch.Tensor, layout: Layout | None = None) -> torch.Tensor:
     """The last hidden state of a Hugging Face encoder or decoder (or a peft/accelerate wrapper).
 
-    ``layout``: ``(landmark id, mode, span)`` of a model whose landmarks are isolated
-    (``LandmarkEncoder.landmark_layout``, ``encode.attention``); ``None`` for the plain mask.
+    ``layout``: the model's input layout, whose isolated landmarks (``encode.attention``) get
+    their own mask; ``None`` (or full attention) runs the plain mask.
     """
     inputs: dict[str, torch.Tensor] = {"input_ids": ids, "attention_mask": mask}
-    if layout is not None:
+    isolated = layout.isolated_landmarks if layout is not None else None
+    if isolated is not None:
         from landmark_rag.encode.attention import isolated_landmark_inputs
 
+        lmk_id, mode, span = isolated
         dtype = next(model.parameters()).dtype
         inputs["attention_mask"], inputs["position_ids"] = isolated_landmark_inputs(
-            ids, mask, layout[0], dtype if dtype.is_floating_point else torch.float32,
-            prefix=layout[1] == "prefix", causal=layout[1] == "causal", span=layout[2],
+            ids, mask, lmk_id, dtype if dtype.is_floating_point else torch.float32,
+            prefix=mode == "prefix", causal=mode == "causal", span=span,
         )
     out = model(**inputs)
     return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
 
 
-def pool(hidden: torch.Tensor, jobs: Sequence[Job], mode: str) -> list[torch.Tensor]:
+def pool(hidden: torch.Tensor, jobs: Sequence[Job], mode: Pooling) -> list[torch.Tensor]:
     """Per job, ``[len(job.sentences), dim]`` float32 vectors (not normalised).
 
-    ``hidden`` is the batch's ``[batch, width, dim]`` output for ``pad_batch(jobs)``.
+    ``hidden`` is the batch's ``[batch, width, dim]`` output for ``pad_batch(jobs)``; ``mode``
+    is ``LANDMARK`` or ``MEAN`` (a config's pooling gives it as ``Pooling.reduction``).
     """
-    if mode not in ("landmark", "mean"):
+    if mode not in (Pooling.LANDMARK, Pooling.MEAN):
         raise ValueError(f"pooling mode must be 'landmark' or 'mean', not {mode!r}")
     hidden = hidden.float()
     out = []
-    if mode == "landmark":
+    if mode == Pooling.LANDMARK:
         for r, job in enumerate(jobs):
             out.append(hidden[r, torch.from_numpy(job.ends).to(hidden.device) - 1])
         return out

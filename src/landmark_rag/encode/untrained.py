@@ -1,10 +1,8 @@
 """The warning for landmark pooling on a model that was never trained for it.
 
 Why: a plain embedding model has never seen a landmark token. Pooled at one, it retrieves
-about ten times worse than the same model embedding each sentence alone (gold-sentence
-R@1 about 0.06-0.07 at an untrained ``[SEP]`` landmark against about 0.6 for each sentence
-alone with all-MiniLM-L6-v2 on the SQuAD validation articles, docs/model_card.md and
-``encode.registry.BASE_MODEL``), so asking for it silently would look like a broken package.
+far worse than the same model embedding each sentence alone (docs/model_card.md), so asking
+for it silently would look like a broken package.
 
 A model counts as trained for landmark pooling when its own ``landmark_config.json`` (model
 or adapter directory) says ``pooling: landmark`` - what ``landmark-rag train`` writes, and

@@ -165,7 +165,7 @@ class LandmarkIndex:
         source, settings = store_model(existing, model, overrides)
 
         def load() -> Any:
-            from landmark_rag.encode.cache import load_encoder
+            from landmark_rag.encode.models.cache import load_encoder
 
             encoder = load_encoder(source, device=device, **settings)
             return encoder.compile() if compile_encoder else encoder

@@ -21,7 +21,7 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from landmark_rag.encode import LandmarkEncoder
-from landmark_rag.encode.cache import load_encoder
+from landmark_rag.encode.models.cache import load_encoder
 from landmark_rag.types import EncodedDocument
 
 class LandmarkEmbeddings(BaseModel, Embeddings):

@@ -29,8 +29,8 @@ from llama_index.core.instrumentation.events.embedding import EmbeddingEndEvent,
 from llama_index.core.schema import BaseNode, MetadataMode
 
 from landmark_rag.encode import LandmarkEncoder
-from landmark_rag.encode.cache import load_encoder
-from landmark_rag.encode.registry import default_model_name
+from landmark_rag.encode.models.cache import load_encoder
+from landmark_rag.encode.models.registry import default_model_name
 from landmark_rag.llama_index.convert import (
     duplicate_id_message,
     is_sentence_node,
@@ -125,7 +125,7 @@ class LandmarkEmbedding(BaseEmbedding):
         ``VectorStoreIndex(nodes, storage_context=...)``) still tells every landmark reader
         which model wrote it, and lets them refuse another (``landmark_rag.store.identity``).
         """
-        from landmark_rag.encode.registry import default_model
+        from landmark_rag.encode.models.registry import default_model
         from landmark_rag.store.identity import model_source, model_stamp
 
         return model_stamp(self.encoder.config.identity(), model_source(self.model_name, default_model()))

@@ -183,7 +183,7 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
 
 def _model_config(embed_model: Any) -> Any:
     """Config of the model behind ``embed_model`` (or the package default), weights unloaded."""
-    from landmark_rag.encode.registry import model_config
+    from landmark_rag.encode.models.registry import model_config
 
     encoder = getattr(embed_model, "_encoder", None)
     if encoder is not None:

@@ -31,7 +31,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from landmark_rag.encode.registry import PACKAGED_MODELS, ModelNotFoundError, default_model, packaged_model
+from landmark_rag.encode.models.registry import PACKAGED_MODELS, ModelNotFoundError, default_model, packaged_model
 from landmark_rag.errors import LandmarkRagError
 from landmark_rag.store.client import merge_metadata
 from landmark_rag.store.schema import DIM_KEY, IDENTITY_PREFIX, MODEL, MODEL_ID, SOURCE_KEY

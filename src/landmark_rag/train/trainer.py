@@ -21,7 +21,9 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
+from landmark_rag.encode.config import Pooling
 from landmark_rag.encode.encoder import LandmarkEncoder
+from landmark_rag.encode.layout import Layout
 from landmark_rag.encode.untrained import UntrainedLandmarkWarning
 from landmark_rag.train.config import (
     StageConfig,
@@ -33,14 +35,7 @@ from landmark_rag.train.data_longdoc import LongDocBuilder
 from landmark_rag.train.data_pairwise import PairwiseBuilder
 from landmark_rag.train.data_pseudo import PseudoDocBuilder
 from landmark_rag.train.examples import Batch
-from landmark_rag.train.forward import (
-    document_vectors,
-    hf_forward,
-    pool_jobs,
-    query_jobs,
-    standalone_jobs,
-    tokenize_units,
-)
+from landmark_rag.train.forward import document_vectors, hf_forward, pool_jobs
 from landmark_rag.train.loss import distillation_loss, position_aware_contrastive_loss
 from landmark_rag.train.documents import select_documents
 from landmark_rag.train.squad import Article
@@ -59,7 +54,6 @@ class Trainer:
         train_articles: Sequence[Article],
         val_articles: Sequence[Article] = (),
     ) -> None:
-        from accelerate import Accelerator
         from accelerate.utils import set_seed
 
         config, message = plan_stages(config, train_articles)
@@ -67,14 +61,9 @@ class Trainer:
             tqdm.write(message)
         self.config = config
         self.encoder = encoder
-        set_seed(config.seed)
+        set_seed(config.seed)  # before the LoRA layers are drawn
         self.rng = random.Random(config.seed)
-        cpu = config.device == "cpu" or (config.device is None and not torch.cuda.is_available())
-        self.accelerator = Accelerator(
-            mixed_precision=config.mixed_precision,
-            gradient_accumulation_steps=config.gradient_accumulation_steps,
-            cpu=cpu,
-        )
+        self.accelerator = _accelerator(config)
         self.device = self.accelerator.device
         encoder.to(self.device)
         self.train_articles = list(train_articles)
@@ -84,39 +73,7 @@ class Trainer:
             tqdm.write("validation skipped: the validation documents have no questions")
         if config.new_lmk_token:
             encoder.add_landmark_token("[LMK]", init_from=config.lmk_init)
-        self.teacher = None
-        if config.lora:
-            from peft import LoraConfig, get_peft_model
-
-            lora = LoraConfig(
-                r=config.lora_r,
-                lora_alpha=config.lora_alpha,
-                lora_dropout=config.lora_dropout,
-                # None: every linear layer, whatever the architecture calls them (peft resolves it)
-                target_modules=list(config.lora_targets) if config.lora_targets is not None else "all-linear",
-                bias="none",
-                # a new [LMK] is one new embedding row: train and save just that row
-                trainable_token_indices=[encoder.lmk_id] if config.new_lmk_token else None,
-            )
-            # get_peft_model injects the LoRA layers into encoder.model in place, so the
-            # encoder (validation, encode_*) runs the adapted model without a copy.
-            self.peft_model = get_peft_model(encoder.model, lora)
-            if config.lora_targets is None:
-                # record what "all-linear" resolved to as module-name suffixes (peft's matching
-                # rule: the same modules), so train_config.json and adapter_config.json name
-                # e.g. q/k/v/o/dense rather than every layer's path, and the run reproduces
-                peft_cfg = self.peft_model.peft_config["default"]
-                names = sorted({str(n).rsplit(".", 1)[-1] for n in peft_cfg.target_modules})
-                peft_cfg.target_modules = set(names)
-                config = self.config = replace(config, lora_targets=names)
-            if config.init_adapter:
-                load_adapter_weights(self.peft_model, config.init_adapter, config)
-            trainable: torch.nn.Module = self.peft_model
-        else:
-            self.peft_model = None
-            # The distillation target must stay the BASE model: a frozen copy.
-            self.teacher = copy.deepcopy(encoder.model).eval().requires_grad_(False)
-            trainable = encoder.model
+        trainable = self._trainable_model()
         if config.gradient_checkpointing:
             encoder.model.gradient_checkpointing_enable()
             if config.lora:
@@ -124,17 +81,54 @@ class Trainer:
         params = [p for p in trainable.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
         self.model, self.optimizer = self.accelerator.prepare(trainable, self.optimizer)
-        self._forward = hf_forward(self.model, encoder.landmark_layout)
+        self._forward = hf_forward(self.model, encoder.layout)
         self._teacher_cache: dict[str, torch.Tensor] = {}
         # in-context distillation target (config.distill_model): a frozen second encoder
-        self.context_teacher: LandmarkEncoder | None = None
-        if config.distill_model:
-            self.context_teacher = LandmarkEncoder.from_pretrained(
-                config.distill_model, device=self.device, max_length=encoder.max_length
-            )
-            self.context_teacher.model.eval().requires_grad_(False)
+        self.context_teacher = _context_teacher(config, self.device, encoder.max_length)
         self.history: list[dict[str, Any]] = []
         self.step = 0
+
+    @property
+    def layout(self) -> Layout:
+        """The encoder's input layout (training lays out and pools exactly as inference)."""
+        return self.encoder.layout
+
+    def _trainable_model(self) -> torch.nn.Module:
+        """What the optimizer trains: LoRA layers injected into the encoder's model, or the
+        whole model next to a frozen copy of it (the distillation target)."""
+        config, encoder = self.config, self.encoder
+        self.teacher = None
+        if not config.lora:
+            self.peft_model = None
+            # The distillation target must stay the BASE model: a frozen copy.
+            self.teacher = copy.deepcopy(encoder.model).eval().requires_grad_(False)
+            return encoder.model
+        from peft import LoraConfig, get_peft_model
+
+        lora = LoraConfig(
+            r=config.lora_r,
+            lora_alpha=config.lora_alpha,
+            lora_dropout=config.lora_dropout,
+            # None: every linear layer, whatever the architecture calls them (peft resolves it)
+            target_modules=list(config.lora_targets) if config.lora_targets is not None else "all-linear",
+            bias="none",
+            # a new [LMK] is one new embedding row: train and save just that row
+            trainable_token_indices=[encoder.lmk_id] if config.new_lmk_token else None,
+        )
+        # get_peft_model injects the LoRA layers into encoder.model in place, so the
+        # encoder (validation, encode_*) runs the adapted model without a copy.
+        self.peft_model = get_peft_model(encoder.model, lora)
+        if config.lora_targets is None:
+            # record what "all-linear" resolved to as module-name suffixes (peft's matching
+            # rule: the same modules), so train_config.json and adapter_config.json name
+            # e.g. q/k/v/o/dense rather than every layer's path, and the run reproduces
+            peft_cfg = self.peft_model.peft_config["default"]
+            names = sorted({str(n).rsplit(".", 1)[-1] for n in peft_cfg.target_modules})
+            peft_cfg.target_modules = set(names)
+            config = self.config = replace(config, lora_targets=names)
+        if config.init_adapter:
+            load_adapter_weights(self.peft_model, config.init_adapter, config)
+        return self.peft_model
 
     # ------------------------------------------------------------------ data
     def builder(self, stage: StageConfig) -> Iterator[Batch]:
@@ -150,21 +144,19 @@ class Trainer:
         """The base model's standalone (per-sentence) embedding of each unit, cached."""
         missing = list(dict.fromkeys(u for u in units if u not in self._teacher_cache))
         if missing:
-            toks = tokenize_units(replace_pooling(self.encoder), missing)
-            jobs = standalone_jobs(self.encoder, toks)
+            # tokenised as standalone sentences (capped at a whole window, no landmark)
+            toks = replace(self.layout, pooling=Pooling.SENTENCE).tokenize_sentences(missing)
+            jobs = self.layout.standalone_jobs(toks)
+            args = (jobs, [len(missing)], Pooling.MEAN, self.layout.pad_id, self.device)
             with torch.no_grad():
                 if self.peft_model is not None:
                     with self.peft_model.disable_adapter():
                         was = self.model.training
                         self.model.eval()
-                        (vecs,) = pool_jobs(
-                            self._forward, jobs, [len(missing)], "mean", self.encoder.pad_id, self.device
-                        )
+                        (vecs,) = pool_jobs(self._forward, *args)
                         self.model.train(was)
                 else:
-                    (vecs,) = pool_jobs(
-                        hf_forward(self.teacher), jobs, [len(missing)], "mean", self.encoder.pad_id, self.device
-                    )
+                    (vecs,) = pool_jobs(hf_forward(self.teacher), *args)
             for u, v in zip(missing, vecs, strict=True):
                 self._teacher_cache[u] = v.detach()
         return torch.stack([self._teacher_cache[u] for u in units])
@@ -175,11 +167,11 @@ class Trainer:
         t = self.context_teacher
         assert t is not None
         with torch.no_grad():
-            return torch.cat(document_vectors(t, hf_forward(t.model, t.landmark_layout), batch, self.device))
+            return torch.cat(document_vectors(t.layout, hf_forward(t.model, t.layout), batch, self.device))
 
     def batch_loss(self, batch: Batch, stage: StageConfig) -> dict[str, torch.Tensor]:
-        enc = self.encoder
-        per_doc = document_vectors(enc, self._forward, batch, self.device)
+        layout = self.layout
+        per_doc = document_vectors(layout, self._forward, batch, self.device)
         counts = [len(ex.units) for ex in batch]
         units = torch.cat(per_doc)
         out: dict[str, torch.Tensor] = {}
@@ -193,9 +185,8 @@ class Trainer:
                 # the sentences a Front-k hit must not land on: just before the span, same window
                 preceding.extend([[offset + i for i in range(max(s[0] - reach, 0), s[0])] for s in ex.spans])
                 offset += n
-            qmode = "landmark" if enc.config.query_pooling == "landmark" else "mean"
-            qjobs = query_jobs(enc, queries)
-            (qvecs,) = pool_jobs(self._forward, qjobs, [len(queries)], qmode, enc.pad_id, self.device)
+            qjobs = layout.query_jobs(queries)
+            (qvecs,) = pool_jobs(self._forward, qjobs, [len(queries)], layout.query_pooling, layout.pad_id, self.device)
             c = position_aware_contrastive_loss(
                 qvecs, units, spans, temperature=self.config.temperature, alpha=self.config.alpha,
                 preceding=preceding, margin=self.config.boundary_margin,
@@ -286,7 +277,7 @@ class Trainer:
             config = replace(config, expansion=cfg.expansion, expansion_params=dict(cfg.expansion_params))
         if self.peft_model is not None:
             # a new [LMK] resizes the vocabulary, which makes peft save the whole embedding
-            # matrix (47 MB); the trained row is in the adapter's trainable-token weights
+            # matrix; the trained row is in the adapter's trainable-token weights
             self.accelerator.unwrap_model(self.model).save_pretrained(
                 directory, safe_serialization=True, **({"save_embedding_layers": False} if cfg.new_lmk_token else {})
             )
@@ -325,7 +316,7 @@ def load_adapter_weights(peft_model: Any, adapter: str, config: TrainConfig) -> 
     from peft import get_peft_model_state_dict, set_peft_model_state_dict
     from safetensors.torch import load_file
 
-    from landmark_rag.encode.loading import resolve
+    from landmark_rag.encode.models.registry import resolve
 
     path = Path(resolve(adapter).path)
     cfg = json.loads((path / "adapter_config.json").read_text())
@@ -345,11 +336,25 @@ def load_adapter_weights(peft_model: Any, adapter: str, config: TrainConfig) -> 
     set_peft_model_state_dict(peft_model, state)
 
 
-def replace_pooling(encoder: LandmarkEncoder) -> LandmarkEncoder:
-    """A view of ``encoder`` whose tokenisation caps units as standalone sentences."""
-    view = copy.copy(encoder)
-    view.config = replace(encoder.config, pooling="sentence")
-    return view
+def _accelerator(config: TrainConfig) -> Any:
+    """accelerate's handle on devices, mixed precision and gradient accumulation for ``config``."""
+    from accelerate import Accelerator
+
+    cpu = config.device == "cpu" or (config.device is None and not torch.cuda.is_available())
+    return Accelerator(
+        mixed_precision=config.mixed_precision,
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
+        cpu=cpu,
+    )
+
+
+def _context_teacher(config: TrainConfig, device: torch.device, max_length: int) -> LandmarkEncoder | None:
+    """``config.distill_model`` loaded frozen with the student's window, or ``None``."""
+    if not config.distill_model:
+        return None
+    teacher = LandmarkEncoder.from_pretrained(config.distill_model, device=device, max_length=max_length)
+    teacher.model.eval().requires_grad_(False)
+    return teacher
 
 
 def stage_scheduler(
@@ -385,16 +390,17 @@ def stage_scheduler(
 def _longdoc_context(trainer: Trainer) -> dict[str, Any]:
     """What windows of real articles need beyond the stage's own fields: token counts of
     every sentence (tokenised as inference does) and the window size."""
-    enc = trainer.encoder
-    window = int(trainer.config.window_tokens or enc.budget)
+    layout = trainer.layout
+    window = int(trainer.config.window_tokens or layout.budget)
+    tokenized = (
+        layout.tokenize_sentences([s.text for s in a.sentences], [s.space_before for s in a.sentences])
+        for a in trainer.train_articles
+    )
     return {
-        "unit_tokens": [
-            [len(t) for t in tokenize_units(enc, [s.text for s in a.sentences], [s.space_before for s in a.sentences])]
-            for a in trainer.train_articles
-        ],
-        "window_tokens": min(window, enc.budget),
+        "unit_tokens": [[len(t) for t in toks] for toks in tokenized],
+        "window_tokens": min(window, layout.budget),
         "span_context": trainer.config.span_context,
-        "landmark_tokens": 1 if enc.config.pooling == "landmark" else 0,
+        "landmark_tokens": 1 if layout.pooling is Pooling.LANDMARK else 0,
     }
 
 

@@ -52,7 +52,7 @@ def validate(
     """Recall@1/5/10 and MRR of the gold sentence; the model is put in eval mode for it.
 
     Documents are encoded as the weights are loaded, without the CPU's bf16 autocast
-    (``encode.precision``), so a seeded training run logs the same figures on every CPU;
+    (``encode.runtime.precision``), so a seeded training run logs the same figures on every CPU;
     the encoder's setting is restored afterwards."""
     was_training, autocast = encoder.model.training, encoder.document_autocast
     encoder.model.eval()

@@ -57,7 +57,7 @@ class Workspace:
 
     def load(self, name: str | None) -> Any:
         """A LandmarkEncoder for ``name`` with its own (saved or default) configuration."""
-        from landmark_rag.encode.cache import load_encoder
+        from landmark_rag.encode.models.cache import load_encoder
 
         return load_encoder(name, device=self.device)
 
@@ -82,7 +82,7 @@ class Workspace:
 
     def base_encoder(self, **overrides: Any) -> Any:
         """The base model with config overrides (e.g. ``pooling="mean"``), sharing weights."""
-        from landmark_rag.encode.cache import load_encoder
+        from landmark_rag.encode.models.cache import load_encoder
 
         return load_encoder(self.base_name(), device=self.device, **overrides)
 

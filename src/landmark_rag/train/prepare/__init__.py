@@ -32,7 +32,7 @@ MANIFEST_FILE = "manifest.json"
 
 def default_output(recipe: Recipe) -> Path:
     """``<cache>/data/<recipe name>``: large data stays out of the repository."""
-    from landmark_rag.encode.loading import cache_dir
+    from landmark_rag.encode.models.loading import cache_dir
 
     return cache_dir() / "data" / recipe.name
 

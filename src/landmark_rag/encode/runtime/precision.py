@@ -3,13 +3,13 @@
 Why: on a CPU with AVX512-BF16 or AMX (AMD Zen 4 and later, Intel Cooper Lake / Sapphire
 Rapids and later) oneDNN runs bf16 matrix products at about twice the fp32 rate, and a
 small encoder spends nearly all its time in them. Running the document windows under
-``torch.autocast("cpu", dtype=torch.bfloat16)`` makes indexing about 1.4x faster on the
-project's 2-core machine with the same retrieval quality (held-out R@1 and coverage@256
-within noise of fp32: docs/benchmarks.md, "bf16 document windows").
+``torch.autocast("cpu", dtype=torch.bfloat16)`` makes indexing markedly faster with the
+same retrieval quality (held-out figures within noise of fp32: docs/benchmarks.md, "bf16
+document windows").
 
 Why autocast and not bf16 weights: the weights stay fp32 in memory, so queries (short,
 latency-bound) run in fp32 exactly like the ONNX export the CLI's cold query uses
-(``encode.onnx_query``), training and ``quantize="int8"`` start from the true weights,
+(``encode.export.onnx_query``), training and ``quantize="int8"`` start from the true weights,
 and autocast keeps layer norms and softmax in fp32. A store built either way is searched
 the same way: bf16 documents with fp32 queries rank as fp32 documents do.
 
@@ -65,7 +65,7 @@ def autocast(device: Any, dtype: Any) -> AbstractContextManager[Any]:
     """``torch.autocast`` for ``dtype`` on a CPU ``device``; a no-op otherwise.
 
     Autocast state is per thread, so this is entered inside each worker's forward pass
-    (``encode.parallel`` runs batches on a thread pool), never around the pool.
+    (``encode.runtime.parallel`` runs batches on a thread pool), never around the pool.
     """
     if dtype is None or getattr(device, "type", None) != "cpu":
         return nullcontext()

@@ -1,10 +1,10 @@
 """Pin glibc's mmap threshold so encoding a very long document does not creep in memory.
 
 Why: glibc raises its mmap threshold *dynamically* each time a large block (the first
-activations of a forward pass) is freed; later ~MB-sized activations are then carved out of
-the heap, which fragments and is never returned to the system. Encoding a 207k-token
-document in one call grew RSS by 575 MB with the default and by 270 MB with the threshold
-pinned at glibc's initial 128 KiB (docs/benchmarks.md, "Memory of one very long document").
+activations of a forward pass) is freed; later large activations are then carved out of
+the heap, which fragments and is never returned to the system, so encoding a very long
+document keeps growing in memory. Pinned at glibc's initial threshold, the growth is about
+half (docs/benchmarks.md, "Memory of one very long document").
 ``mallopt(M_MMAP_THRESHOLD, n)`` pins it exactly as the ``MALLOC_MMAP_THRESHOLD_``
 environment variable does, but without asking the user to set anything.
 

