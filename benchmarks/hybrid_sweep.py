@@ -62,7 +62,7 @@ def main() -> None:
             m = evaluate_system(HybridSystem(cfg), corpus, ws, BUDGETS)
             rows.append({"system": "hybrid", "method": method, "weight": weight, "depth": depth, **m})
 
-    print(f"\n| system | method | weight | depth | R@1 | R@5 | MRR@10 | cov@128 | cov@256 |")
+    print("\n| system | method | weight | depth | R@1 | R@5 | MRR@10 | cov@128 | cov@256 |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(

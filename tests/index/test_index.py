@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from landmark_rag import LandmarkIndex
-from landmark_rag.expand import Front, Surround
+from landmark_rag.expand import Surround
 from landmark_rag.store import StoreMismatchError
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "landmark_rag"

@@ -16,7 +16,6 @@ import importlib.util
 import json
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest

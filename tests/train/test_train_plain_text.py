@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from typer.testing import CliRunner
 
 import tiny_models
