@@ -97,6 +97,11 @@ def train_command(
     gradient_checkpointing: Optional[bool] = typer.Option(None, "--gradient-checkpointing/--no-gradient-checkpointing"),
     eval_every: Optional[int] = typer.Option(None, help="Validate every N steps (0: after each stage)."),
     threads: Optional[int] = typer.Option(None, help="torch CPU threads."),
+    resume: Optional[Path] = typer.Option(
+        None, "--resume", help="Continue a run from one of its checkpoints (OUTPUT/checkpoints/step-N, written "
+        "every --save-every steps); its train_config.json is the run's config unless -c is given.",
+    ),
+    save_every: Optional[int] = typer.Option(None, help="Write a resumable checkpoint every N steps."),
     prepare: Optional[Path] = typer.Option(
         None, "--prepare", help="Build the training set of this data recipe (e.g. data/training/general-v1.json) "
         "into -o (default: the cache folder) and stop; see docs/training.md.",
@@ -118,6 +123,8 @@ def train_command(
     from landmark_rag.train import TrainConfig, train
     from landmark_rag.train.config import TrainingInputError
 
+    if config is None and resume is not None:
+        config = resume / "train_config.json"
     values = TrainConfig.load(config).to_dict() if config else {}
     flags = {
         "output_dir": str(output_dir) if output_dir else None,
@@ -145,6 +152,7 @@ def train_command(
         "gradient_checkpointing": gradient_checkpointing,
         "eval_every": eval_every,
         "threads": threads,
+        "save_every": save_every,
     }
     values.update({k: v for k, v in flags.items() if v is not None})
     try:
@@ -152,7 +160,7 @@ def train_command(
     except (TypeError, ValueError) as exc:
         raise typer.BadParameter(str(exc)) from exc
     try:
-        _, history = train(cfg)
+        _, history = train(cfg, resume=resume)
     except (TrainingInputError, FileNotFoundError, ModelNotFoundError) as exc:
         # bad data, selection, stage choice or base model: a message, not a traceback (an
         # internal ValueError is a bug and keeps its traceback)

@@ -43,6 +43,9 @@ from landmark_rag.train.validation import validate
 
 logger = logging.getLogger(__name__)
 
+#: File in a checkpoint directory holding what a resumed run needs beyond the weights.
+TRAINER_STATE = "trainer_state.pt"
+
 
 class Trainer:
     """Trains a :class:`LandmarkEncoder` in place; ``save`` writes a loadable model directory."""
@@ -210,45 +213,100 @@ class Trainer:
         base = stage.lr if stage.lr is not None else self.config.lr
         return stage_scheduler(self.optimizer, base, stage.steps, self.config.warmup_ratio)
 
-    def train(self) -> list[dict[str, Any]]:
-        """Run every stage; returns the history (losses and validation figures)."""
+    def train(self, resume: str | Path | None = None) -> list[dict[str, Any]]:
+        """Run every stage; returns the history (losses and validation figures).
+
+        ``resume``: a checkpoint directory ``save_checkpoint`` wrote (``save_every``); the run
+        continues from its step with the same weights, optimiser moments, schedule and data
+        stream, so it ends where an uninterrupted run of the same config would have.
+        """
         cfg = self.config
-        if self.val_articles:
+        start = self._resume(Path(resume)) if resume is not None else None
+        if self.val_articles and start is None:
             self._validate("start")
-        bar = tqdm(total=cfg.total_steps, desc="training", unit="step", disable=not self.accelerator.is_main_process)
+        bar = tqdm(total=cfg.total_steps, initial=self.step, desc="training", unit="step",
+                   disable=not self.accelerator.is_main_process)
         t0 = time.perf_counter()
+        done = 0
         for si, stage in enumerate(cfg.stages):
-            batches = self.builder(stage)
-            self.model.train()
-            ema: float | None = None
+            if done + stage.steps <= self.step:
+                done += stage.steps
+                continue
             schedule = self.scheduler(stage)
-            for _ in range(stage.steps):
-                lr = float(self.optimizer.param_groups[0]["lr"])
-                with self.accelerator.accumulate(self.model):
-                    parts = self.batch_loss(next(batches), stage)
-                    self.accelerator.backward(parts["loss"])
-                    if self.accelerator.sync_gradients and cfg.max_grad_norm:
-                        self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
-                    self.optimizer.step()
-                    self.optimizer.zero_grad()
-                schedule.step()
-                self.step += 1
-                loss = float(parts["loss"].detach())
-                ema = loss if ema is None else 0.95 * ema + 0.05 * loss
-                rec = {"step": self.step, "stage": si, "kind": stage.kind, "lr": lr}
-                rec.update({k2: round(float(v.detach()), 5) for k2, v in parts.items()})
-                self.history.append(rec)
-                bar.update(1)
-                bar.set_postfix(stage=f"{si}:{stage.kind}", loss=f"{ema:.4f}")
-                if cfg.eval_every and self.step % cfg.eval_every == 0 and self.val_articles:
-                    self._validate(f"step {self.step}")
-                if cfg.save_every and self.step % cfg.save_every == 0:
-                    self.save(Path(cfg.output_dir) / "checkpoints" / f"step-{self.step}")
+            if start is not None:  # the stage the checkpoint stopped in
+                self.rng.setstate(start["rng"])
+                schedule.load_state_dict(start["scheduler"])
+                for group, lr in zip(self.optimizer.param_groups, schedule.get_last_lr(), strict=True):
+                    group["lr"] = lr  # the rate the interrupted run's next step would have used
+                start = None
+            self._run_stage(si, stage, schedule, self.builder(stage), done + stage.steps, bar)
+            done += stage.steps
             if self.val_articles and not (cfg.eval_every and self.step % cfg.eval_every == 0):
                 self._validate(f"end of stage {si} ({stage.kind})")
         bar.close()
         self.history.append({"step": self.step, "train_seconds": round(time.perf_counter() - t0, 1)})
         return self.history
+
+    def _run_stage(
+        self, si: int, stage: StageConfig, schedule: Any, batches: Iterator[Batch], end: int, bar: Any
+    ) -> None:
+        """Optimiser steps of one stage until the run's step count reaches ``end``."""
+        cfg = self.config
+        self.model.train()
+        ema: float | None = None
+        while self.step < end:
+            lr = float(self.optimizer.param_groups[0]["lr"])
+            with self.accelerator.accumulate(self.model):
+                parts = self.batch_loss(next(batches), stage)
+                self.accelerator.backward(parts["loss"])
+                if self.accelerator.sync_gradients and cfg.max_grad_norm:
+                    self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+            schedule.step()
+            self.step += 1
+            loss = float(parts["loss"].detach())
+            ema = loss if ema is None else 0.95 * ema + 0.05 * loss
+            rec = {"step": self.step, "stage": si, "kind": stage.kind, "lr": lr}
+            rec.update({k2: round(float(v.detach()), 5) for k2, v in parts.items()})
+            self.history.append(rec)
+            bar.update(1)
+            bar.set_postfix(stage=f"{si}:{stage.kind}", loss=f"{ema:.4f}")
+            if cfg.eval_every and self.step % cfg.eval_every == 0 and self.val_articles:
+                self._validate(f"step {self.step}")
+            if cfg.save_every and self.step % cfg.save_every == 0:
+                self.save_checkpoint(Path(cfg.output_dir) / "checkpoints" / f"step-{self.step}", schedule)
+
+    def save_checkpoint(self, directory: str | Path, schedule: Any) -> Path:
+        """A loadable model directory (:meth:`save`) plus ``trainer_state.pt``: what
+        :meth:`train` needs to resume exactly here (step, optimiser and schedule state, the
+        data stream's random state, the history so far)."""
+        directory = self.save(directory)
+        if self.accelerator.is_main_process:
+            state = {
+                "step": self.step, "optimizer": self.optimizer.state_dict(), "scheduler": schedule.state_dict(),
+                "rng": self.rng.getstate(), "torch_rng": torch.get_rng_state(), "history": self.history,
+            }
+            torch.save(state, directory / TRAINER_STATE)
+        return directory
+
+    def _resume(self, checkpoint: Path) -> dict[str, Any]:
+        """Load a checkpoint's weights and optimiser state; returns its state for :meth:`train`."""
+        state_file = checkpoint / TRAINER_STATE
+        if not state_file.is_file():
+            raise TrainingInputError(f"{checkpoint} is not a training checkpoint (no {TRAINER_STATE})")
+        state = torch.load(state_file, map_location="cpu", weights_only=False)
+        if self.peft_model is not None:
+            load_adapter_weights(self.peft_model, str(checkpoint), self.config)
+        else:
+            from safetensors.torch import load_file
+
+            self.accelerator.unwrap_model(self.model).load_state_dict(load_file(str(checkpoint / "model.safetensors")))
+        self.optimizer.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["torch_rng"])
+        self.step, self.history = int(state["step"]), list(state["history"])
+        self.history.append({"step": self.step, "resumed_from": str(checkpoint)})
+        return state
 
     def _validate(self, when: str) -> dict[str, float]:
         metrics = validate(self.encoder, self.val_articles, self.config.eval_max_questions)
@@ -471,32 +529,38 @@ def plan_stages(config: TrainConfig, train_articles: Sequence[Article]) -> tuple
 
 
 def train(
-    config: TrainConfig, *, encoder: LandmarkEncoder | None = None
+    config: TrainConfig, *, encoder: LandmarkEncoder | None = None, resume: str | Path | None = None
 ) -> tuple[LandmarkEncoder, list[dict[str, Any]]]:
     """Train per ``config`` and save the result to ``config.output_dir``.
 
-    Returns the trained encoder (adapter applied, ready to use) and the history.
+    ``resume``: a checkpoint of an earlier run of this config (``output_dir/checkpoints/step-N``,
+    written every ``save_every`` steps) to continue from. Returns the trained encoder (adapter
+    applied, ready to use) and the history.
     """
     if config.threads:
         torch.set_num_threads(config.threads)
     if encoder is None:
-        overrides: dict[str, Any] = {"pooling": config.pooling, "query_pooling": config.query_pooling}
-        if config.lmk_token:
-            overrides["lmk_token"] = config.lmk_token
-        if config.max_length:
-            overrides["max_length"] = config.max_length
-        if config.landmark_attention != "full":
-            overrides["landmark_attention"] = config.landmark_attention
-        if config.landmark_span != 1:
-            overrides["landmark_span"] = config.landmark_span
-        with warnings.catch_warnings():
-            # a base model is untrained by definition: training is what the warning asks for
-            warnings.simplefilter("ignore", UntrainedLandmarkWarning)
-            encoder = LandmarkEncoder.from_pretrained(config.base_model, device=config.device or None, **overrides)
+        encoder = _base_encoder(config)
     train_articles, val_articles = load_articles(config, encoder)
     trainer = Trainer(encoder, config, train_articles, val_articles)
-    history = trainer.train()
+    history = trainer.train(resume=resume)
     trainer.save(trainer.config.output_dir)
     encoder.model.eval()
     return encoder, history
 
+
+def _base_encoder(config: TrainConfig) -> LandmarkEncoder:
+    """The base model, set up with the run's pooling, landmark and window settings."""
+    overrides: dict[str, Any] = {"pooling": config.pooling, "query_pooling": config.query_pooling}
+    if config.lmk_token:
+        overrides["lmk_token"] = config.lmk_token
+    if config.max_length:
+        overrides["max_length"] = config.max_length
+    if config.landmark_attention != "full":
+        overrides["landmark_attention"] = config.landmark_attention
+    if config.landmark_span != 1:
+        overrides["landmark_span"] = config.landmark_span
+    with warnings.catch_warnings():
+        # a base model is untrained by definition: training is what the warning asks for
+        warnings.simplefilter("ignore", UntrainedLandmarkWarning)
+        return LandmarkEncoder.from_pretrained(config.base_model, device=config.device or None, **overrides)

@@ -1,0 +1,80 @@
+"""A run interrupted after a checkpoint and resumed from it ends exactly where an uninterrupted
+run of the same config ends: same weights, same losses (tiny random BERT, real sample data)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from landmark_rag import LandmarkEncoder
+from landmark_rag.train import StageConfig, TrainConfig, Trainer, load_articles
+from landmark_rag.train.config import TrainingInputError
+from landmark_rag.train.prepare import prepare
+from landmark_rag.train.trainer import TRAINER_STATE
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "training-sample"
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture(scope="module")
+def sample_set(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("sample-set")
+    prepare(SAMPLE / "sample.json", SAMPLE / "raw", out, show_progress=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory) -> Path:
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from landmark_rag.encode.models.registry import resolve
+
+    path = tmp_path_factory.mktemp("tiny")
+    tok = AutoTokenizer.from_pretrained(resolve("all-MiniLM-L6-v2").path)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=128)).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def _run(tiny_dir: Path, data: Path, out: Path, *, lora: bool, new_lmk: bool, resume: Path | None = None):
+    pooling = "landmark" if new_lmk else "mean"
+    cfg = TrainConfig(
+        base_model=str(tiny_dir), output_dir=str(out), pooling=pooling, query_pooling="mean", new_lmk_token=new_lmk,
+        data=[str(data)], lora=lora, lora_r=4, lr=3e-3, max_length=64, seed=2, save_every=3, warmup_ratio=0.3,
+        stages=[StageConfig("longdoc", 4, examples_per_batch=2, queries_per_example=3),
+                StageConfig("longdoc", 3, examples_per_batch=2, queries_per_example=2, lr=1e-3)],
+    )
+    encoder = LandmarkEncoder.from_pretrained(str(tiny_dir), pooling=pooling, query_pooling="mean", max_length=64)
+    trainer = Trainer(encoder, cfg, load_articles(cfg, encoder)[0])
+    history = trainer.train(resume=resume)
+    trainer.save(out)
+    return [h["loss"] for h in history if "loss" in h], out
+
+
+@pytest.mark.parametrize(("lora", "new_lmk"), [(True, False), (True, True), (False, False)])
+def test_resumed_run_equals_the_uninterrupted_one(tiny_dir, sample_set, tmp_path, lora, new_lmk):
+    full, out = _run(tiny_dir, sample_set, tmp_path / "full", lora=lora, new_lmk=new_lmk)
+    checkpoint = out / "checkpoints" / "step-3"  # inside the first stage
+    assert (checkpoint / TRAINER_STATE).is_file() and (out / "checkpoints" / "step-6").is_dir()
+    resumed, out2 = _run(tiny_dir, sample_set, tmp_path / "resumed", lora=lora, new_lmk=new_lmk, resume=checkpoint)
+    assert resumed == full  # the first 3 come from the checkpoint's history, the rest are recomputed
+    weights = "adapter_model.safetensors" if lora else "model.safetensors"
+    a, b = load_file(str(out / weights)), load_file(str(out2 / weights))
+    assert a.keys() == b.keys()
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], rtol=0, atol=1e-6)
+    history = json.loads((out2 / "train_history.json").read_text())
+    assert any(h.get("resumed_from") == str(checkpoint) for h in history)
+
+
+def test_resume_from_a_model_directory_is_refused(tiny_dir, sample_set, tmp_path):
+    _, out = _run(tiny_dir, sample_set, tmp_path / "full", lora=True, new_lmk=False)
+    with pytest.raises(TrainingInputError, match="not a training checkpoint"):
+        _run(tiny_dir, sample_set, tmp_path / "again", lora=True, new_lmk=False, resume=out)
