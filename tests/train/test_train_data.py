@@ -107,6 +107,7 @@ def test_bad_article_selections_are_named():
 def test_cli_reports_input_errors_in_one_line_and_keeps_bug_tracebacks(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
+    import landmark_rag.cli.train  # noqa: F401 - registers the command when this test runs alone
     from landmark_rag.cli import app
 
     runner = CliRunner()
@@ -116,7 +117,7 @@ def test_cli_reports_input_errors_in_one_line_and_keeps_bug_tracebacks(tmp_path,
 
     import landmark_rag.train as train_pkg
 
-    def broken(config):  # an internal ValueError is a bug: it must not become a one-line message
+    def broken(config, **_):  # an internal ValueError is a bug: it must not become a one-line message
         raise ValueError("one span per query")
 
     monkeypatch.setattr(train_pkg, "train", broken)
