@@ -192,11 +192,17 @@ def test_a_failing_store_stops_the_run_with_its_report(index: LandmarkIndex) -> 
 
 def test_errors_share_one_base_and_keep_their_builtin_ones() -> None:
     import landmark_rag
+    from landmark_rag.datasets.longdoc import LongDocFormatError
+    from landmark_rag.encode import ModelNotFoundError
+    from landmark_rag.extract.errors import DocumentError
+    from landmark_rag.train.config import TrainingInputError
 
     assert landmark_rag.LandmarkRagError is LandmarkRagError
     for error, builtin in [(StoreError, RuntimeError), (StoreFailedError, RuntimeError),
                            (StoreMismatchError, ValueError), (ModelNotRecordedError, ValueError),
-                           (BadFileError, ValueError), (UnusablePathError, OSError)]:
+                           (BadFileError, ValueError), (UnusablePathError, OSError),
+                           (ModelNotFoundError, OSError), (TrainingInputError, ValueError),
+                           (LongDocFormatError, ValueError), (DocumentError, ValueError)]:
         assert issubclass(error, LandmarkRagError) and issubclass(error, builtin), error
 
 

@@ -27,11 +27,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from landmark_rag.errors import LandmarkRagError
+
 #: File suffixes of the format (a folder holding such files is read file by file, sorted).
 SUFFIXES = (".jsonl", ".jsonl.gz")
 
 
-class LongDocFormatError(ValueError):
+class LongDocFormatError(LandmarkRagError, ValueError):
     """A line of a long-document file breaks the format (names the file and line)."""
 
 

@@ -1,4 +1,4 @@
-"""Training landmark encoders (issue 7): position-aware contrastive learning over all sentence
+"""Training landmark encoders: position-aware contrastive learning over all sentence
 vectors of a document, in three stages (pairwise, pseudo long documents, long-document QA)
 fed to one accelerate-based trainer, with optional LoRA and self-distillation from the base
 model's per-sentence embedding.

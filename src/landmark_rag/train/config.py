@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
+from landmark_rag.errors import LandmarkRagError
+
 StageKind = Literal["pairwise", "pseudo", "longdoc"]
 
 #: What ``train_articles`` / ``val_articles`` mean when left unset, per kind of data source:
@@ -19,7 +21,7 @@ StageKind = Literal["pairwise", "pseudo", "longdoc"]
 DEFAULT_SELECTION = {"squad": ("0:16", "16:24"), "text": (":", ""), "longdoc": (":", "")}
 
 
-class TrainingInputError(ValueError):
+class TrainingInputError(LandmarkRagError, ValueError):
     """The user's data, article selection or stage choice cannot be trained on.
 
     A ``ValueError`` (existing callers keep working); the CLI turns exactly these into a

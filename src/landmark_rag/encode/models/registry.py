@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from landmark_rag.encode.config import CONFIG_NAME, LandmarkConfig
+from landmark_rag.errors import LandmarkRagError
 
 #: Where models shipped inside the package live (data, not code: ``landmark_rag/models/``).
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 
 
-class ModelNotFoundError(OSError):
+class ModelNotFoundError(LandmarkRagError, OSError):
     """The model is neither a local path, a known alias, nor reachable on the hub."""
 
 
