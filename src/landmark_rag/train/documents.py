@@ -23,7 +23,7 @@ from landmark_rag.train.squad import Article, Question, load_squad, select
 #: or be ``.json``; inside a folder, other files are passed over).
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
 
-_PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=\s*\n[ \t\r\f\v]*\n|\s*\Z)", re.S)
+_PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=\s*\n[ \t\r\f\v]*\n|\s*\Z)", re.DOTALL)
 
 
 def source_kind(path: str | Path) -> str:
