@@ -79,3 +79,18 @@ def test_re_ingesting_the_file_replaces_it_as_a_whole(pdf: Path, tiny_encoder) -
     assert list(store.documents()) == [str(pdf)]
     sentences = store.document_sentences(str(pdf))
     assert {s.page for s in sentences} == {1, 2} and store.count_sentences() == len(sentences)
+
+
+def test_docs_pages_example_runs(capsys) -> None:
+    """docs/llama_index.md, "PDF pages are one document", runs as it stands."""
+    import re
+
+    from conftest import REPO
+
+    blocks = re.findall(r"```python\n(.*?)```", (REPO / "docs" / "llama_index.md").read_text(encoding="utf-8"),
+                        flags=re.S)
+    (block,) = [b for b in blocks if "page_label" in b]
+    namespace: dict = {"__name__": "__docs__"}
+    exec(compile(block, "docs/llama_index.md", "exec"), namespace)  # noqa: S102 - our own docs
+    passage = namespace["passages"][0].node
+    assert "1902" in passage.text and "2" in passage.metadata["pages"].split(",")
