@@ -13,11 +13,11 @@ import pytest
 
 pytest.importorskip("langchain_core")
 
-from langchain_core.documents import Document  # noqa: E402
+from langchain_core.documents import Document
 
-from landmark_rag.extract import extract  # noqa: E402
-from landmark_rag.langchain import LandmarkEmbeddings, LandmarkRetriever, LandmarkTextSplitter  # noqa: E402
-from tests.extract import documents  # noqa: E402
+from landmark_rag.extract import extract
+from landmark_rag.langchain import LandmarkEmbeddings, LandmarkRetriever, LandmarkTextSplitter
+from tests.extract import documents
 
 PAGES = [
     ["The survey began in the western valley.", "Teams mapped every stream and spring.",

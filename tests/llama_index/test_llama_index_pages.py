@@ -16,16 +16,16 @@ import pytest
 pytest.importorskip("llama_index.core")
 pytest.importorskip("llama_index.vector_stores.chroma")
 
-import chromadb  # noqa: E402
-from llama_index.core import Document  # noqa: E402
-from llama_index.core.ingestion import IngestionPipeline  # noqa: E402
-from llama_index.vector_stores.chroma import ChromaVectorStore  # noqa: E402
+import chromadb
+from llama_index.core import Document
+from llama_index.core.ingestion import IngestionPipeline
+from llama_index.vector_stores.chroma import ChromaVectorStore
 
-from landmark_rag.extract import extract  # noqa: E402
-from landmark_rag.llama_index import LandmarkEmbedding, LandmarkNodeParser, ReplaceDocuments  # noqa: E402
-from landmark_rag.store import ChromaSentenceStore  # noqa: E402
-from tests.extract import documents  # noqa: E402
-from tests.langchain.test_langchain_pages import PAGES  # noqa: E402
+from landmark_rag.extract import extract
+from landmark_rag.llama_index import LandmarkEmbedding, LandmarkNodeParser, ReplaceDocuments
+from landmark_rag.store import ChromaSentenceStore
+from tests.extract import documents
+from tests.langchain.test_langchain_pages import PAGES
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def test_docs_pages_example_runs(capsys) -> None:
     from conftest import REPO
 
     blocks = re.findall(r"```python\n(.*?)```", (REPO / "docs" / "llama_index.md").read_text(encoding="utf-8"),
-                        flags=re.S)
+                        flags=re.DOTALL)
     (block,) = [b for b in blocks if "page_label" in b]
     namespace: dict = {"__name__": "__docs__"}
     exec(compile(block, "docs/llama_index.md", "exec"), namespace)  # noqa: S102 - our own docs

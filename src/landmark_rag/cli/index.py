@@ -58,10 +58,10 @@ def index_command(
     install 'landmark-rag[documents]'). Document ids are paths relative to the folder
     given (a file given directly: its name). Unchanged files are skipped; changed files
     replace their old sentences; binary, undecodable, empty, scanned (no text layer),
-    encrypted and damaged files are reported with their reason and skipped. A changed document stays visible in its previous
-    version until its new one is complete; an interrupted run (or a store that fails, exit
-    code 1) leaves every unfinished document in its previous version: run the same command
-    again to finish.
+    encrypted and damaged files are reported with their reason and skipped. A changed
+    document stays visible in its previous version until its new one is complete; an
+    interrupted run (or a store that fails, exit code 1) leaves every unfinished document in
+    its previous version: run the same command again to finish.
     """
     if ray is not None or workers is not None or gpus_per_worker:
         return _index_on_ray(paths, db, ray, workers, gpus_per_worker, model=model, glob=glob, batch_size=batch_size,
