@@ -7,6 +7,7 @@ from a real 3-page PDF whose page texts come from the package's own extractor.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -52,7 +53,9 @@ def embeddings(tiny_encoder) -> LandmarkEmbeddings:
 
 
 def retriever(embeddings: LandmarkEmbeddings, name: str) -> LandmarkRetriever:
-    return LandmarkRetriever(embeddings=embeddings, collection_name=name, k=2, strategy="front", mode="dense")
+    # in-memory Chroma clients of one process share their collections: a name of its own
+    unique = f"{name}-{uuid.uuid4().hex[:8]}"
+    return LandmarkRetriever(embeddings=embeddings, collection_name=unique, k=2, strategy="front", mode="dense")
 
 
 def test_pages_of_one_file_are_one_document_with_pages(pdf: Path, embeddings: LandmarkEmbeddings) -> None:

@@ -8,6 +8,7 @@ extractor.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -72,7 +73,9 @@ def test_pages_of_one_file_are_one_document_like_the_same_text(pdf: Path, tiny_e
 
 def test_re_ingesting_the_file_replaces_it_as_a_whole(pdf: Path, tiny_encoder) -> None:
     embed = LandmarkEmbedding(encoder=tiny_encoder(pooling="landmark"))
-    vector_store = ChromaVectorStore(chroma_collection=chromadb.EphemeralClient().get_or_create_collection("pages"))
+    # in-memory Chroma clients of one process share their collections: a name of its own
+    collection = chromadb.EphemeralClient().get_or_create_collection(f"pages-{uuid.uuid4().hex[:8]}")
+    vector_store = ChromaVectorStore(chroma_collection=collection)
     ingest(embed, reader_pages(pdf), vector_store)
     ingest(embed, reader_pages(pdf)[:2], vector_store)
     store = ChromaSentenceStore.for_collection(vector_store.client)
