@@ -283,6 +283,20 @@ class ChromaSentenceStore:
         return [(rid, text or "", dict(md or {}))
                 for rid, text, md in zip(got["ids"], got["documents"], got["metadatas"], strict=True)]
 
+    def records_by_id(self, ids: Sequence[str]) -> list[tuple[str, str, dict[str, Any]]]:
+        """The stored records ``(id, text, metadata)`` of these record ids, of whatever version.
+
+        For a framework that holds record ids it read raw; it drops the versions readers must
+        not see afterwards (:meth:`visible_hits`), as for hits from its own search.
+        """
+        if not ids:
+            return []
+        self._io.fresh()
+        with store_errors("reading sentences"):
+            got = self._io.collection.get(ids=list(ids), include=["documents", "metadatas"])
+        return [(rid, text or "", dict(md or {}))
+                for rid, text, md in zip(got["ids"], got["documents"], got["metadatas"], strict=True)]
+
     def iter_metadata(self, page: int = 10_000) -> Iterator[tuple[str, dict[str, Any]]]:
         """``(id, metadata)`` of every stored sentence record, read ``page`` records at a time."""
         self._io.fresh()
@@ -413,14 +427,6 @@ class ChromaSentenceStore:
         """
         self._io.fresh()
         return self._manifest.visible(list(hits))
-
-    def visible(self, hits: list[Hit]) -> list[Hit]:
-        """The hits whose document is completely stored in the version they come from.
-
-        Used for vector hits here and for lexical hits (``store/lexical.py``), so both halves
-        of a hybrid search hide a document that is being written.
-        """
-        return self.visible_hits(hits)
 
     def get_sentences(self, doc_id: str, indices: Iterable[int]) -> dict[int, Sentence]:
         """Stored sentences of a document by index (missing indices are simply absent)."""
