@@ -319,7 +319,7 @@ class ChromaSentenceStore:
         n = k
         while True:
             # no count() first: Chroma returns fewer than n_results when it has fewer, and a
-            # count costs ~9 ms at 100k sentences (docs/benchmarks.md, "Query latency")
+            # count is a read of its own on every query
             got = self.collection.query(
                 query_embeddings=[np.asarray(vector, dtype=np.float32)], n_results=n, where=where,
                 include=["documents", "metadatas", "distances"],
@@ -472,10 +472,9 @@ class ChromaSentenceStore:
         records = self._manifest.records(docs)
         out: dict[tuple[str, int], tuple[str, str, dict[str, Any], Any]] = {}
         # A completely stored, versioned document: the ids of its visible records follow from
-        # the manifest's version, and a read by id is a key lookup (about 1 ms at 100k
-        # sentences), where the metadata filter below scans (about 13 ms; docs/benchmarks.md,
-        # "Query latency"). Everything else (documents without a manifest entry, written
-        # before versions existed, or being written) takes the filter.
+        # the manifest's version, and a read by id is a key lookup where the metadata filter
+        # below scans the collection. Everything else (documents without a manifest entry,
+        # written before versions existed, or being written) takes the filter.
         by_id = {d: str(records[d][VERSION]) for d in docs
                  if records.get(d, {}).get(STATE) == COMPLETE and records[d].get(VERSION)}
         if by_id:
