@@ -70,7 +70,7 @@ def _broken(path: Path) -> list[str]:
         line = re.sub(r"`[^`]*`", "", line)  # inline code is not a link either
         for m in LINK.finditer(line):
             target = m.group(1) or m.group(2)
-            if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):  # http:, https:, mailto:
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.IGNORECASE):  # http:, https:, mailto:
                 continue
             file_part, _, anchor = target.partition("#")
             dest = (path.parent / unquote(file_part)).resolve() if file_part else path
