@@ -47,8 +47,8 @@ def index_command(
     gpus_per_worker: float = typer.Option(0.0, "--gpus-per-worker", min=0.0, help="Ray: GPUs per actor."),
     compile_model: bool = typer.Option(
         False, "--compile",
-        help="torch.compile the encoder: ~1.2-1.3x faster on CPU, same vectors, but 15-35 s to compile first; "
-        "for long local runs (docs/benchmarks.md).",
+        help="torch.compile the encoder: faster on CPU, same vectors, but it compiles first (figures in "
+        "docs/benchmarks.md); for long local runs.",
     ),
 ) -> None:
     """Index PDF, Word (.docx), HTML, Markdown and plain-text files.

@@ -391,8 +391,6 @@ class LandmarkIndex:
             record_model(self.store, self._source, self.encoder.dim)
         self._identity_recorded = True
 
-    _record_identity = record_identity
-
     # ------------------------------------------------------------------ reading
     def search(
         self,
