@@ -113,7 +113,10 @@ def _landmark_minilm() -> ModelSource:
 #: A store records the model's name and a fingerprint of its weights; these keep the stores an
 #: earlier release wrote opening and searching with the weights they were built with
 #: (``store.identity.recorded_model``), while new stores get the current weights.
-PREVIOUS_VERSIONS: dict[str, tuple[str, ...]] = {"landmark-minilm": ("landmark-minilm-v1",)}
+PREVIOUS_VERSIONS: dict[str, tuple[str, ...]] = {
+    "landmark-minilm": ("landmark-minilm-v1",),
+    "landmark-minilm-lmk": ("landmark-minilm-lmk-v1",),
+}
 
 #: Model names resolved to weights that ship inside pip packages (no hub needed).
 ALIASES = {
