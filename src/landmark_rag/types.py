@@ -21,6 +21,10 @@ class Sentence:
     text between the previous sentence's ``end`` and this ``start``; storing it lets any
     consumer rebuild the exact original slice of a run of sentences from the sentences alone,
     which is how passages are assembled from a vector store that keeps no full documents.
+
+    ``page`` is the 1-based page the sentence starts on (PDF, or pages joined from a
+    framework loader; ``None`` for a document without pages); ``heading`` the title of the
+    nearest heading at or before it (HTML, Markdown, Word; ``None`` before the first).
     """
 
     index: int
@@ -29,6 +33,8 @@ class Sentence:
     text: str
     doc_id: str | None = None
     space_before: str = ""
+    page: int | None = None
+    heading: str | None = None
 
     def with_doc_id(self, doc_id: str | None) -> Sentence:
         return replace(self, doc_id=doc_id)
@@ -63,6 +69,9 @@ class Passage:
     ``text`` is the exact slice ``document[start:end]``; ``score`` is the best hit's score;
     ``hit_indices`` are the sentence indices that the search actually hit (the information
     boundaries), ``first_index``/``last_index`` the sentence range after expansion.
+    ``pages``: every page the passage touches, first to last (``[11, 12]`` across a page
+    break; empty for a document without pages); ``heading``: the heading its first
+    sentence is under (``None``: none).
     """
 
     doc_id: str
@@ -74,6 +83,8 @@ class Passage:
     score: float
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    pages: list[int] = field(default_factory=list)
+    heading: str | None = None
 
     @property
     def id(self) -> str:
@@ -91,4 +102,22 @@ class Passage:
             "last_sentence": self.last_index,
             "hit_sentences": ",".join(str(i) for i in self.hit_indices),
             "score": float(self.score),
+            **self.position_metadata(),
         }
+
+    def position_metadata(self) -> dict[str, Any]:
+        """Where the passage is, for people: ``pages`` (``"11,12"``: flat, so every store and
+        framework keeps it) and ``heading``, each only when the document has it."""
+        md: dict[str, Any] = {}
+        if self.pages:
+            md["pages"] = ",".join(str(p) for p in self.pages)
+        if self.heading:
+            md["heading"] = self.heading
+        return md
+
+
+def passage_pages(sentences: list[Sentence]) -> list[int]:
+    """The pages a run of sentences spans, first to last (a page with no sentence of its own
+    in between, a figure, is still part of it); empty when none has a page."""
+    pages = [s.page for s in sentences if s.page is not None]
+    return list(range(min(pages), max(pages) + 1)) if pages else []

@@ -121,11 +121,12 @@ def test_document_id_rule_prefers_id_then_source_then_hash():
 
 
 def test_two_texts_with_one_id_are_refused():
-    pages = [Document(page_content=f"Page {i} text.", metadata={"source": "book.pdf", "page": i}) for i in range(2)]
-    with pytest.raises(ValueError, match="book.pdf"):
-        LandmarkTextSplitter().split_documents(pages)
+    # without page metadata (a PDF loader's int "page"), two texts of one source are two documents
+    rows = [Document(page_content=f"Row {i} text.", metadata={"source": "book.csv"}) for i in range(2)]
+    with pytest.raises(ValueError, match="book.csv"):
+        LandmarkTextSplitter().split_documents(rows)
     same = [Document(page_content="Same.", metadata={"source": "x"})] * 2
-    assert len(LandmarkTextSplitter().split_documents(same)) == 2  # exact duplicates are fine
+    assert len(LandmarkTextSplitter().split_documents(same)) == 1  # exact duplicates are one document
 
 
 # ---------------------------------------------------------------------------- splitter

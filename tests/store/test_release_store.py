@@ -83,4 +83,20 @@ def test_release_store_info_reads_the_same(db: Path) -> None:
     result = CliRunner().invoke(app, ["info", "--db", str(db), "--json"])
     assert result.exit_code == 0, result.output
     info = {k: v for k, v in json.loads(result.stdout).items() if k not in ("store", "gguf_cache")}
-    assert info == EXPECTED["info"]
+    # the default model was retrained since; the store is read with the release it was built
+    # with, which info names (the collection's own record is unchanged)
+    assert info.pop("model_source") == "landmark-minilm-v1"
+    assert info == {k: v for k, v in EXPECTED["info"].items() if k != "model_source"}
+
+
+def test_a_new_store_gets_the_current_default_and_the_release_store_keeps_its_own(db: Path, tmp_path: Path) -> None:
+    from landmark_rag.encode.models.loading import packaged_version
+    old = LandmarkIndex.open(db)
+    new = LandmarkIndex.open(tmp_path / "new")
+    new.add_texts(["A lighthouse guides ships at night."], ids=["x"])
+    old_fp = old.encoder.config.weights_fingerprint
+    new_fp = new.encoder.config.weights_fingerprint
+    assert old_fp != new_fp and old.encoder.model_name == new.encoder.model_name == "landmark-minilm"
+    assert packaged_version("landmark-minilm", old_fp) == "landmark-minilm-v1"
+    assert packaged_version("landmark-minilm", new_fp) == "landmark-minilm"
+    assert packaged_version("landmark-minilm", "0" * 16) is None

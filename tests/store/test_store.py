@@ -40,6 +40,15 @@ def test_add_query_and_exact_neighbours(store):
     assert store.document_text("a") == DOC_A
 
 
+def test_records_by_id_reads_what_a_framework_holds(store):
+    a = encode(DOC_A, "a", 1)
+    store.add_document(a, metadata={"source": "a.txt"})
+    rid = store.sentence_records("a", [1])[1][0]
+    [(got_id, text, md)] = store.records_by_id([rid, "no-such-id"])
+    assert (got_id, text, md["source"]) == (rid, a.sentences[1].text, "a.txt")
+    assert store.records_by_id([]) == []
+
+
 def test_reingest_shrunk_document_leaves_nothing_stale(store):
     store.add_document(encode(DOC_A + " Extra one. Extra two.", "a"))
     assert store.count_sentences() == 6

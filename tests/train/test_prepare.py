@@ -200,3 +200,16 @@ def test_seeded_training_on_the_prepared_sample_reproduces_and_loads(prepared, t
     encoder = LandmarkEncoder.from_pretrained(outs[0])
     doc = encoder.encode_document(read_longdocs(prepared / DOCUMENTS_FILE)[0].text)
     assert len(doc) > 3 and doc.embeddings.shape[1] == 384
+
+
+def test_prepared_name_resolves_to_the_cache_and_names_the_command_when_missing(prepared, tmp_path, monkeypatch):
+    from landmark_rag.train.documents import resolve_data_path
+
+    monkeypatch.setenv("LANDMARK_RAG_CACHE", str(tmp_path))
+    with pytest.raises(TrainingInputError, match="--prepare data/training/sample.json"):
+        resolve_data_path("prepared:sample")
+    shutil.copytree(prepared, tmp_path / "data" / "sample")
+    config = TrainConfig(data=["prepared:sample"])
+    train, _ = select_documents(config)
+    assert {a.title for a in train} == {d.title for d in read_longdocs(prepared)}
+    assert resolve_data_path("data/x.json") == "data/x.json"  # any other path is left alone

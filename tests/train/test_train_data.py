@@ -77,6 +77,34 @@ def test_longdoc_windows_fit_and_point_at_the_answers():
                 assert answer.split()[-1] in ex.units[span[-1]]
 
 
+def test_longdoc_inference_windows_are_the_ones_inference_plans():
+    from landmark_rag.encode.windows import plan_windows
+
+    arts = _articles("3:5")
+    lengths = [[len(s.text.split()) + 1 for s in a.sentences] for a in arts]
+    builder = LongDocBuilder(
+        arts, lengths, 120, examples_per_batch=2, queries_per_example=4, landmark_tokens=0, inference_overlap=0
+    )
+    plans = {a.title: plan_windows(n, 120, 0, False) for a, n in zip(arts, lengths)}
+    by_title = {a.title: a for a in arts}
+    stream = builder.batches(random.Random(0))
+    seen_edges = 0
+    for _ in range(30):
+        for ex in next(stream):
+            title, rest = ex.doc_id.split("[")
+            lo, hi = (int(x) for x in rest.rstrip("]").split(":"))
+            windows, assigned = plans[title]
+            assert (lo, hi) in windows  # exactly an inference window, not one grown around the answer
+            art = by_title[title]
+            for qtext, span in zip(ex.queries, ex.spans):
+                assert span and 0 <= span[0] and span[-1] < hi - lo
+                assert windows[assigned[lo + span[-1]]] == (lo, hi)  # trained where inference pools it
+                q = next(x for x in art.questions if x.text == qtext)
+                assert art.text[q.answer_start : q.answer_end].split()[-1] in ex.units[span[-1]]
+                seen_edges += span[-1] == 0
+    assert seen_edges  # answers at a window's first sentence occur, as they do at inference
+
+
 def test_pairwise_and_pseudo_builders():
     arts = _articles("5:8")
     rng = random.Random(1)

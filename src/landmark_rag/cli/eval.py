@@ -67,15 +67,13 @@ def eval_command(
     indexing speed and size. Progress goes to stderr.
     """
     from landmark_rag.evaluation import evaluate
-    from landmark_rag.evaluation.report import plot_coverage, render_tables, to_json
+    from landmark_rag.evaluation.report import plot_coverage, to_json
 
     try:
         budget_list = [int(b) for b in _split(budgets) or []]
     except ValueError:
         raise typer.BadParameter("budgets must be comma-separated integers", param_hint="--budgets") from None
-    selected = list(titles or [])
-    if titles_file is not None:
-        selected += [t.strip() for t in titles_file.read_text(encoding="utf-8").splitlines() if t.strip()]
+    selected = _titles(titles, titles_file)
     try:
         result = evaluate(
             data,
@@ -83,7 +81,7 @@ def eval_command(
             budget_list,
             model,
             base_model=base_model,
-            titles=selected or None,
+            titles=selected,
             max_articles=articles,
             max_questions=max_questions,
             device=device,
@@ -102,7 +100,21 @@ def eval_command(
     if as_json:
         sys.stdout.write(to_json(result) + "\n")
         sys.stdout.flush()
-        return
+    else:
+        _print_tables(result, plot)
+
+
+def _titles(titles: list[str] | None, titles_file: Path | None) -> list[str] | None:
+    """The --title articles and those listed in --titles-file (``None``: every article)."""
+    selected = list(titles or [])
+    if titles_file is not None:
+        selected += [t.strip() for t in titles_file.read_text(encoding="utf-8").splitlines() if t.strip()]
+    return selected or None
+
+
+def _print_tables(result: dict, plot: Path | None) -> None:
+    """The result tables on stdout; the plot's path, when one was written, on stderr."""
+    from landmark_rag.evaluation.report import render_tables
     from landmark_rag.render.terminal import TerminalConsole
 
     # piped output gets a fixed, wide-enough width instead of rich's 80-column fallback

@@ -1,4 +1,4 @@
-"""``landmark-rag index PATH...``: encode plain-text files chunking-free into a Chroma store."""
+"""``landmark-rag index PATH...``: encode PDF, Word, HTML, Markdown and text files chunking-free into a store."""
 
 from __future__ import annotations
 
@@ -47,19 +47,21 @@ def index_command(
     gpus_per_worker: float = typer.Option(0.0, "--gpus-per-worker", min=0.0, help="Ray: GPUs per actor."),
     compile_model: bool = typer.Option(
         False, "--compile",
-        help="torch.compile the encoder: ~1.2-1.3x faster on CPU, same vectors, but 15-35 s to compile first; "
-        "for long local runs (docs/benchmarks.md).",
+        help="torch.compile the encoder: faster on CPU, same vectors, but it compiles first (figures in "
+        "docs/benchmarks.md); for long local runs.",
     ),
 ) -> None:
-    """Index .txt/.md and any other plain-text files.
+    """Index PDF, Word (.docx), HTML, Markdown and plain-text files.
 
-    One vector per sentence, each computed in its document's context. Document ids are
-    paths relative to the folder given (a file given directly: its name). Unchanged files
-    are skipped; changed files replace their old sentences; binary, undecodable and empty
-    files are reported and skipped. A changed document stays visible in its previous
-    version until its new one is complete; an interrupted run (or a store that fails, exit
-    code 1) leaves every unfinished document in its previous version: run the same command
-    again to finish.
+    One vector per sentence, each computed in its document's context; every sentence keeps
+    its page (PDF) and nearest heading. PDF, Word and HTML need the documents extra (pip
+    install 'landmark-rag[documents]'). Document ids are paths relative to the folder
+    given (a file given directly: its name). Unchanged files are skipped; changed files
+    replace their old sentences; binary, undecodable, empty, scanned (no text layer),
+    encrypted and damaged files are reported with their reason and skipped. A changed
+    document stays visible in its previous version until its new one is complete; an
+    interrupted run (or a store that fails, exit code 1) leaves every unfinished document in
+    its previous version: run the same command again to finish.
     """
     if ray is not None or workers is not None or gpus_per_worker:
         return _index_on_ray(paths, db, ray, workers, gpus_per_worker, model=model, glob=glob, batch_size=batch_size,

@@ -8,7 +8,7 @@ import sys
 import typer
 
 from landmark_rag.cli import app
-from landmark_rag.cli._common import CollectionOption, DbOption, console, local_db_path, open_existing_store
+from landmark_rag.cli._common import CollectionOption, DbOption, console, fail, local_db_path, open_existing_store
 
 
 @app.command("info")
@@ -16,6 +16,10 @@ def info_command(
     db: str = DbOption,
     collection: str = CollectionOption,
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    text_of: str | None = typer.Option(
+        None, "--text", metavar="DOC_ID",
+        help="Print the text indexed for one document (a PDF's extracted text): query's offsets point into it.",
+    ),
 ) -> None:
     """Model, dimension, numbers of documents and sentences, store location, GGUF cache location.
 
@@ -25,6 +29,9 @@ def info_command(
     from landmark_rag.store import recorded_dim, recorded_model
 
     store = open_existing_store(db, collection)
+    if text_of is not None:
+        _print_text(store, text_of, as_json)
+        return
     source, _ = recorded_model(store)
     identity = store.identity()
     complete = len(store.documents())
@@ -60,3 +67,22 @@ def info_command(
             label += " (interrupted; re-run index)"
         table.add_row(label, Text("-" if value is None else str(value)))
     console.print(table)
+
+
+def _print_text(store, doc_id: str, as_json: bool) -> None:
+    """A document's indexed text: exact in ``--json`` (and when piped), without control
+    characters on a terminal; with the pages its sentences start on."""
+    record = store.documents().get(doc_id)
+    text = store.document_text(doc_id) if record is not None else None
+    if text is None:
+        fail(f"no document {doc_id!r} with stored text in this store (ids are paths relative to the folder indexed)")
+    if as_json:
+        pages = sorted({s.page for s in store.document_sentences(doc_id) if s.page is not None})
+        from landmark_rag.render import json_dumps
+
+        payload = {"doc_id": doc_id, "source": record.get("source"), "pages": pages, "text": text}
+        sys.stdout.write(json_dumps(payload, indent=1) + "\n")
+    elif sys.stdout.isatty():
+        console.print(text, markup=False)
+    else:
+        sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))

@@ -123,15 +123,20 @@ def _passage_json(p, hits, rank: int) -> dict[str, Any]:
         "first_sentence": p.first_index,
         "last_sentence": p.last_index,
         "score": round(float(p.score), 6),
+        "pages": p.pages,
+        "heading": p.heading,
         "text": p.text,
-        "hit_sentences": [{"index": s.index, "start": s.start, "end": s.end, "text": s.text} for s in hits],
+        "hit_sentences": [
+            {"index": s.index, "start": s.start, "end": s.end, "page": s.page, "heading": s.heading, "text": s.text}
+            for s in hits
+        ],
     }
 
 
 def _print_passages(question: str, passages, hits, *, show_question: bool) -> None:
     from rich.text import Text
 
-    from landmark_rag.render import hit_segments, passage_source, sanitize
+    from landmark_rag.render import hit_segments, passage_location, passage_source, sanitize
 
     if show_question:
         console.print(Text(f"\n? {question}", style="bold"))
@@ -142,6 +147,8 @@ def _print_passages(question: str, passages, hits, *, show_question: bool) -> No
         head = Text()
         head.append(f"#{rank} ", style="bold blue")
         head.append(sanitize(passage_source(p)), style="bold")
+        if where := passage_location(p):
+            head.append(f"  {sanitize(where)}", style="bold")
         head.append(f"  chars {p.start}-{p.end}  sentences {p.first_index}-{p.last_index}  score {p.score:.3f}",
                     style="dim")
         body = Text()

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from landmark_rag.cli import app
+
+if TYPE_CHECKING:
+    from landmark_rag.train import TrainConfig
 
 
 def _parse_stage(spec: str) -> dict:
@@ -119,13 +122,6 @@ def train_command(
     """
     if prepare is not None:
         return _prepare(prepare, raw, output_dir, download)
-    from landmark_rag.encode.models.registry import ModelNotFoundError
-    from landmark_rag.train import TrainConfig, train
-    from landmark_rag.train.config import TrainingInputError
-
-    if config is None and resume is not None:
-        config = resume / "train_config.json"
-    values = TrainConfig.load(config).to_dict() if config else {}
     flags = {
         "output_dir": str(output_dir) if output_dir else None,
         "base_model": base_model,
@@ -154,11 +150,29 @@ def train_command(
         "threads": threads,
         "save_every": save_every,
     }
+    _run_training(_training_config(config, resume, flags), resume)
+
+
+def _training_config(config: Path | None, resume: Path | None, flags: dict) -> TrainConfig:
+    """The config file (a resumed run's own when none is given) with the flags that were set on top."""
+    from landmark_rag.train import TrainConfig
+
+    if config is None and resume is not None:
+        config = resume / "train_config.json"
+    values = TrainConfig.load(config).to_dict() if config else {}
     values.update({k: v for k, v in flags.items() if v is not None})
     try:
-        cfg = TrainConfig.from_dict(values)
+        return TrainConfig.from_dict(values)
     except (TypeError, ValueError) as exc:
         raise typer.BadParameter(str(exc)) from exc
+
+
+def _run_training(cfg: TrainConfig, resume: Path | None) -> None:
+    """Train, then print where the model went and its last validation; bad input exits 2."""
+    from landmark_rag.encode.models.registry import ModelNotFoundError
+    from landmark_rag.train import train
+    from landmark_rag.train.config import TrainingInputError
+
     try:
         _, history = train(cfg, resume=resume)
     except (TrainingInputError, FileNotFoundError, ModelNotFoundError) as exc:

@@ -11,7 +11,7 @@ import numpy as np
 
 from landmark_rag.expand.strategies import Adaptive, Strategy, approx_tokens, choose_strategy
 from landmark_rag.store.schema import user_metadata
-from landmark_rag.types import Hit, Passage, Sentence
+from landmark_rag.types import Hit, Passage, Sentence, passage_pages
 
 
 class SentenceSource(Protocol):
@@ -206,4 +206,6 @@ def _passage(doc_id: str, span: _Span, sents: dict[int, Sentence]) -> Passage:
         score=float(span.score),
         text=text,
         metadata=user_metadata(span.best.metadata),
+        pages=passage_pages(run),
+        heading=run[0].heading,
     )

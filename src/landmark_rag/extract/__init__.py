@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from landmark_rag.extract.detect import DOCX, HTML, MARKDOWN, MIME_TYPES, PDF, SUFFIXES, TEXT, detect_format, sniff
-from landmark_rag.extract.errors import EXTRA_HINT, DocumentError, MissingExtraError
+from landmark_rag.extract.errors import EXTRA_HINT, BadFileError, DocumentError, MissingExtraError
 from landmark_rag.extract.result import Extracted, HeadingSpan, PageSpan
 
 Extractor = Callable[[bytes], Extracted]
@@ -93,6 +93,7 @@ __all__ = [
     "PDF",
     "SUFFIXES",
     "TEXT",
+    "BadFileError",
     "DocumentError",
     "Extracted",
     "Extractor",

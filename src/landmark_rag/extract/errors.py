@@ -1,8 +1,9 @@
 """Why a file is not a document, in one line.
 
-``DocumentError`` subclasses the ingestion's ``BadFileError``, so every caller that already
-skips undecodable text files with their reason (the indexer, the Ray workers) skips a
-scanned, encrypted or corrupt PDF the same way, with no new handling.
+``DocumentError`` subclasses ``BadFileError`` (the reason a text file is not readable), so
+every caller that skips undecodable text files with their reason (the indexer, the Ray
+workers) skips a scanned, encrypted or corrupt PDF the same way, with no new handling.
+Both live here, below the ingestion, which imports them (``ingest/decode.py`` re-exports).
 """
 
 from __future__ import annotations
@@ -10,10 +11,18 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from landmark_rag.ingest.decode import BadFileError
+from landmark_rag.errors import LandmarkRagError
 
 #: The extra that installs the document libraries, and how to get it.
 EXTRA_HINT = "needs the [documents] extra: pip install 'landmark-rag[documents]'"
+
+
+class BadFileError(LandmarkRagError, ValueError):
+    """A file that is not a readable document; ``reason`` is one short phrase."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class DocumentError(BadFileError):

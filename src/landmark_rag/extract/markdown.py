@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from landmark_rag.extract.result import Extracted, HeadingSpan
-from landmark_rag.ingest.decode import decode_bytes
+from landmark_rag.extract.text import decode_bytes
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")

@@ -14,10 +14,8 @@ We normalise only what must be:
   a typeset paper hyphenates syllables, a report compounds, and only the document's own
   vocabulary tells them apart.
 
-Pages are joined by a blank line (a paragraph break for the segmenter), except where a
-sentence runs on: a page whose text ends without a sentence's end and a next page that
-starts in lower case are joined by one newline, so the sentence stays whole and its span
-covers both pages.
+Pages are joined by :func:`~landmark_rag.extract.result.join_page_texts`, the rule the
+pages a framework loader gives are joined by too.
 """
 
 from __future__ import annotations
@@ -27,17 +25,13 @@ from collections import Counter
 from typing import Any
 
 from landmark_rag.extract.errors import DocumentError, require
-from landmark_rag.extract.result import Extracted, PageSpan
-
-PAGE_BREAK = "\n\n"
-RUN_ON_BREAK = "\n"
+from landmark_rag.extract.result import Extracted, join_page_texts
 
 # PDFium's marker for a hyphen it found at a line end: U+0002 from the bounded-text call,
 # U+FFFE from the range call; the line break after it is already gone
 _HYPHEN = re.compile(r"(\w+)[\x02\ufffe](\w+)")
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _WORDS = re.compile(r"\w+")
-_SENTENCE_END = re.compile(r"[.!?:;\"'”’)\]]\s*$")
 
 
 def extract_pdf(data: bytes) -> Extracted:
@@ -61,7 +55,7 @@ def extract_pdf(data: bytes) -> Extracted:
     pages = _dehyphenate([_normalise(t) for t in raw_pages])
     if not any(t.strip() for t in pages):
         raise DocumentError("no text layer (scanned PDF?)")
-    text, spans = _join(pages, labels if any(labels) else [None] * len(pages))
+    text, spans = join_page_texts(pages, labels if any(labels) else None)
     metadata: dict[str, Any] = {"page_count": len(pages)}
     metadata.update({k.lower(): info[k] for k in ("Title", "Author") if info.get(k)})
     empty = [s.number for s in spans if s.start == s.end]
@@ -113,24 +107,3 @@ def _dehyphenate(pages: list[str]) -> list[str]:
 
     # a marker with no word on one side (a hyphen before a number) keeps a plain hyphen
     return [_HYPHEN.sub(resolve, p).replace("\x02", "-").replace("\ufffe", "-") for p in pages]
-
-
-def _join(pages: list[str], labels: list[str | None]) -> tuple[str, list[PageSpan]]:
-    """Concatenate pages, recording each page's exact span (see the module docstring)."""
-    parts: list[str] = []
-    spans: list[PageSpan] = []
-    length = 0
-    previous = ""
-    for number, (page, label) in enumerate(zip(pages, labels, strict=True), start=1):
-        page = page.strip()
-        if page and parts:
-            run_on = not _SENTENCE_END.search(previous) and page[0].islower()
-            sep = RUN_ON_BREAK if run_on else PAGE_BREAK
-            parts.append(sep)
-            length += len(sep)
-        spans.append(PageSpan(number, length, length + len(page), label))
-        if page:
-            parts.append(page)
-            length += len(page)
-            previous = page
-    return "".join(parts), spans

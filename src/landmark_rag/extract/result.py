@@ -8,8 +8,18 @@ to the same string, and ``text[start:end]`` is what a user can check against.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from landmark_rag.types import Sentence
+
+#: Between two pages: a paragraph break for the segmenter.
+PAGE_BREAK = "\n\n"
+#: Between two pages where a sentence runs on from one to the next.
+RUN_ON_BREAK = "\n"
+_SENTENCE_END = re.compile(r"[.!?:;\"'”’)\]]\s*$")
 
 
 @dataclass(frozen=True)
@@ -104,3 +114,46 @@ class Extracted:
                 if head.level <= 1:
                     break
         return path
+
+    def locate(self, sentences: Sequence[Sentence]) -> list[Sentence]:
+        """``sentences`` of this text with their ``page`` (where each starts) and ``heading``
+        (the nearest one at or before its start) set: the one place a sentence gets them."""
+        out = []
+        for s in sentences:
+            page = self.page_at(s.start) if self.pages else None
+            head = self.heading_at(s.start) if self.headings else None
+            out.append(replace(s, page=page.number if page else None, heading=head.title if head else None))
+        return out
+
+
+def join_page_texts(
+    pages: Sequence[str], labels: Sequence[str | None] | None = None, numbers: Sequence[int] | None = None
+) -> tuple[str, list[PageSpan]]:
+    """One text from a document's pages in order, with each page's exact span.
+
+    Pages are stripped and joined by a blank line (a paragraph break for the segmenter),
+    except where a sentence runs on: a page whose text ends without a sentence's end and a
+    next page that starts in lower case are joined by one newline, so the sentence stays
+    whole and its span covers both pages. A PDF's text layer and the pages a framework
+    loader gives (``ingest.join_pages``) are joined by this one rule. ``numbers``: the
+    pages' numbers (default 1, 2, ...).
+    """
+    parts: list[str] = []
+    spans: list[PageSpan] = []
+    length = 0
+    previous = ""
+    labels = list(labels) if labels is not None else [None] * len(pages)
+    numbers = list(numbers) if numbers is not None else list(range(1, len(pages) + 1))
+    for number, page, label in zip(numbers, pages, labels, strict=True):
+        page = page.strip()
+        if page and parts:
+            run_on = not _SENTENCE_END.search(previous) and page[0].islower()
+            sep = RUN_ON_BREAK if run_on else PAGE_BREAK
+            parts.append(sep)
+            length += len(sep)
+        spans.append(PageSpan(number, length, length + len(page), label))
+        if page:
+            parts.append(page)
+            length += len(page)
+            previous = page
+    return "".join(parts), spans

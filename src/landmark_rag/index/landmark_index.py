@@ -286,6 +286,23 @@ class LandmarkIndex:
         the bar only once the call has run a few seconds. Any failure propagates.
         """
         documents, doc_ids = text_documents(texts, ids, metadatas)
+        self.add_sources(documents, skip_unchanged=skip_unchanged, batch_size=batch_size,
+                         show_progress=show_progress, encode=encode)
+        return doc_ids
+
+    def add_sources(
+        self,
+        documents: Sequence[SourceDocument],
+        *,
+        skip_unchanged: bool = True,
+        batch_size: int | None = None,
+        show_progress: bool | None = False,
+        encode: Callable[[list[str], list[str]], Sequence[EncodedDocument]] | None = None,
+    ) -> list[str]:
+        """:meth:`add_texts` for documents already made (``ingest.SourceDocument``: distinct
+        ids, e.g. a file's pages joined by ``ingest.join_pages``, whose sentences keep their
+        pages); returns their ids. Any failure propagates."""
+        documents = list(documents)
         self.record_identity()
 
         def encoder() -> DocumentEncoder:
@@ -293,7 +310,7 @@ class LandmarkIndex:
 
         write_documents(self.store, documents, encoder, skip_unchanged=skip_unchanged, errors="raise",
                         total=len(documents), desc="adding", show_progress=show_progress)
-        return doc_ids
+        return [d.doc_id for d in documents]
 
     def add_files(
         self,
@@ -304,15 +321,20 @@ class LandmarkIndex:
         batch_size: int | None = None,
         show_progress: bool | None = None,
     ) -> IndexReport:
-        """Index plain-text files: ``paths`` are files and folders (searched recursively), or a
+        """Index files: ``paths`` are files and folders (searched recursively), or a
         :class:`~landmark_rag.ingest.FileSet` that ``find_files`` returned; returns the report.
+
+        PDF (text layer), Word (.docx), HTML (main text), Markdown and plain text are read
+        (``landmark_rag.extract``; the first three need the ``documents`` extra); each
+        sentence keeps its page (PDF) and its nearest heading as metadata.
 
         A document's id is its path relative to the folder given (a file given directly: its
         name), its metadata ``source`` (absolute path) and ``root``. Unchanged files (same
         text, same path) are skipped (opened with ``lazy=True``, the model is not even loaded
-        when nothing changed); binary, undecodable,
-        empty and unreadable files, and files the encoder fails on, are reported as
-        ``skipped`` and the run goes on. ``glob`` keeps matching files only; the store's own
+        when nothing changed); binary, undecodable, empty and unreadable files, scanned,
+        encrypted and damaged PDFs, files whose format needs a library that is not
+        installed, and files the encoder fails on, are reported as ``skipped`` with a
+        one-line reason and the run goes on. ``glob`` keeps matching files only; the store's own
         folder is never indexed. ``prune``: also delete documents whose file is gone. Ctrl-C
         ends the run with ``report.interrupted`` set; a failing store raises
         ``StoreFailedError`` (a ``StoreError``) whose ``report`` says what was done. A path
@@ -368,8 +390,6 @@ class LandmarkIndex:
         if self._source is not None:
             record_model(self.store, self._source, self.encoder.dim)
         self._identity_recorded = True
-
-    _record_identity = record_identity
 
     # ------------------------------------------------------------------ reading
     def search(

@@ -3,12 +3,14 @@
 ``ingest/write.py`` holds the steps every writer goes through (skip unchanged, finish an
 interrupted write, group, encode, store); ``sources.py`` what a document to write is and how
 files, texts and dataset rows become one; ``discover.py`` / ``decode.py`` which files, and
-their text. ``LandmarkIndex.add_texts`` / ``add_files``, the CLI's ``index`` and the Ray
-workers all run through it.
+their text (what a file is and how it is read: ``landmark_rag.extract``); ``pages.py`` how
+a framework loader's pages of one file become one document. ``LandmarkIndex.add_texts`` /
+``add_files``, the CLI's ``index`` and the Ray workers all run through it.
 """
 
-from landmark_rag.ingest.decode import BadFileError, decode_bytes, decode_text, read_document
+from landmark_rag.ingest.decode import BadFileError, decode_bytes, decode_text, read_document, read_extracted
 from landmark_rag.ingest.discover import FileSet, SkippedPath, SourceFile, UnusablePathError, discover_files, find_files
+from landmark_rag.ingest.pages import Page, join_pages, shared_metadata
 from landmark_rag.ingest.report import FileOutcome, IndexReport, StoreFailedError
 from landmark_rag.ingest.sources import (
     SourceDocument,
@@ -43,6 +45,7 @@ __all__ = [
     "FileOutcome",
     "FileSet",
     "IndexReport",
+    "Page",
     "SkippedPath",
     "SourceDocument",
     "SourceFile",
@@ -60,11 +63,14 @@ __all__ = [
     "finish_unchanged",
     "hash_id",
     "is_unchanged",
+    "join_pages",
     "prune_missing",
     "read_document",
+    "read_extracted",
     "read_file",
     "readable_files",
     "row_document",
+    "shared_metadata",
     "store_document",
     "store_outcome",
     "stored_form",

@@ -13,7 +13,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from landmark_rag.ingest.decode import BadFileError, decode_text, read_document
+from landmark_rag.extract import Extracted
+from landmark_rag.ingest.decode import BadFileError, decode_text, read_extracted
 from landmark_rag.ingest.discover import FileSet, SourceFile
 from landmark_rag.ingest.report import FileOutcome
 from landmark_rag.store import content_hash
@@ -34,12 +35,19 @@ class SourceDocument:
     """One document to write: its id, its text, the metadata stored with every sentence.
 
     ``source`` names it in reports (a path, a dataset's name for it; empty: the id).
+    ``extracted``: where its pages and headings are (a PDF, Word, HTML or Markdown file,
+    pages joined by :func:`~landmark_rag.ingest.pages.join_pages`); its ``text`` is ``text``.
     """
 
     doc_id: str
     text: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
     source: str = ""
+    extracted: Extracted | None = None
+
+    def __post_init__(self) -> None:
+        if self.extracted is not None and self.extracted.text != self.text:
+            raise ValueError(f"document {self.doc_id!r}: its pages and headings are of another text")
 
     @cached_property
     def doc_hash(self) -> str:
@@ -64,10 +72,11 @@ def file_metadata(file: SourceFile) -> dict[str, Any]:
 def read_file(file: SourceFile) -> SourceDocument | FileOutcome:
     """A file as a document, or a ``skipped`` outcome saying why it is none."""
     try:
-        text = read_document(file.path)
+        extracted = read_extracted(file.path)
     except BadFileError as exc:
         return FileOutcome(file.doc_id, str(file.path), "skipped", exc.reason)
-    return SourceDocument(file.doc_id, text, file_metadata(file), str(file.path))
+    # the same string object twice: a pickled document (Ray) carries its text once
+    return SourceDocument(file.doc_id, extracted.text, file_metadata(file), str(file.path), extracted)
 
 
 def file_documents(found: FileSet) -> Iterator[SourceDocument | FileOutcome]:

@@ -206,8 +206,11 @@ class StoredDocument:
 
 def stored_form(doc: SourceDocument, encoded: EncodedDocument) -> StoredDocument:
     """What is stored for an encoded document: the one place a source document's own
-    information (its metadata; per-sentence information such as pages would go here too)
-    is attached to its sentences."""
+    information (its metadata, and each sentence's page and heading) is attached to its
+    sentences."""
+    if doc.extracted is not None and (doc.extracted.pages or doc.extracted.headings):
+        sentences = doc.extracted.locate(encoded.sentences)
+        encoded = EncodedDocument(encoded.text, sentences, encoded.embeddings, encoded.doc_id)
     return StoredDocument(encoded, dict(doc.metadata), doc.doc_hash)
 
 

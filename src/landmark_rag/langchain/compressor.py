@@ -113,9 +113,8 @@ class BoundaryExpansionCompressor(CollectionAdapter, BaseDocumentCompressor):
                     f"got metadata keys {sorted(doc.metadata)}"
                 )
         if lookup:
-            got = self.store.collection.get(ids=list(lookup), include=["documents", "metadatas"])
-            for sid, text, md in zip(got["ids"], got["documents"], got["metadatas"], strict=True):
-                out[lookup[sid]] = Document(page_content=text or "", metadata=dict(md or {}), id=sid)
+            for sid, text, md in self.store.records_by_id(list(lookup)):
+                out[lookup[sid]] = Document(page_content=text, metadata=md, id=sid)
             for sid, pos in lookup.items():  # a plain address "doc_id:index" (record ids carry "@version")
                 doc_id, _, index = sid.partition("@")[0].rpartition(":")
                 if out[pos] is None and doc_id and index.isdigit():

@@ -34,7 +34,7 @@ from landmark_rag.index import LandmarkIndex
 from landmark_rag.langchain.collection import CollectionAdapter
 from landmark_rag.langchain.convert import passage_document
 from landmark_rag.langchain.embeddings import LandmarkEmbeddings
-from landmark_rag.langchain.ids import resolve_doc_ids
+from landmark_rag.langchain.ids import source_documents
 from landmark_rag.retrieve.fusion import FusionConfig
 from landmark_rag.store import DEFAULT_COLLECTION, ChromaSentenceStore
 
@@ -157,17 +157,15 @@ class LandmarkRetriever(CollectionAdapter, BaseRetriever):
     def add_documents(self, documents: Sequence[Document], *, ids: Sequence[str] | None = None) -> list[str]:
         """Encode each document in one pass and store one vector per sentence.
 
-        Returns the document ids (see :mod:`landmark_rag.langchain.ids` for the rule).
+        Returns the document ids (see :mod:`landmark_rag.langchain.ids` for the rule): the
+        pages of one file (``PyPDFLoader``) are one document, each sentence keeping its page.
         Re-adding an id replaces all of that document's sentences; with ``skip_unchanged``
         an identical document (same text and metadata) is not encoded again.
         """
-        docs = list(documents)
-        doc_ids = resolve_doc_ids(docs, ids)
+        sources, doc_ids = source_documents(list(documents), ids)
         embeddings = self._embeddings()
-        self.index.add_texts(
-            [d.page_content for d in docs],
-            doc_ids,
-            [d.metadata for d in docs],
+        self.index.add_sources(
+            sources,
             skip_unchanged=self.skip_unchanged,
             show_progress=self.show_progress,
             encode=embeddings.embed_documents_in_context,

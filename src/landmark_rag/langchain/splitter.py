@@ -22,9 +22,8 @@ from langchain_core.runnables.config import run_in_executor
 
 from landmark_rag.langchain.convert import sentence_document
 from landmark_rag.langchain.embeddings import LandmarkEmbeddings
-from landmark_rag.langchain.ids import resolve_doc_ids
+from landmark_rag.langchain.ids import source_documents
 from landmark_rag.segment import Segmenter, segment_sentences
-from landmark_rag.store import content_hash
 from landmark_rag.types import Sentence
 
 
@@ -54,14 +53,16 @@ class LandmarkTextSplitter(BaseDocumentTransformer):
     def split_documents(self, documents: Iterable[Document], ids: Sequence[str] | None = None) -> list[Document]:
         """One ``Document`` per sentence of every input document, in order.
 
-        ``ids`` overrides the document-id rule per input document.
+        ``ids`` overrides the document-id rule per input document; the pages of one file
+        (an int ``metadata["page"]``, as ``PyPDFLoader`` gives) are split as one document.
         """
-        docs = list(documents)
         out: list[Document] = []
-        for doc, doc_id in zip(docs, resolve_doc_ids(docs, ids), strict=True):
-            doc_hash = content_hash(doc.page_content)
-            for sentence in self._sentences(doc.page_content, doc_id):
-                out.append(sentence_document(sentence, doc_hash=doc_hash, metadata=doc.metadata))
+        for doc in source_documents(list(documents), ids)[0]:
+            sentences = self._sentences(doc.text, doc.doc_id)
+            if doc.extracted is not None:  # pages of one file, joined: each sentence keeps its page
+                sentences = doc.extracted.locate(sentences)
+            for sentence in sentences:
+                out.append(sentence_document(sentence, doc_hash=doc.doc_hash, metadata=dict(doc.metadata)))
         return out
 
     def create_documents(

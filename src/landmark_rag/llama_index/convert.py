@@ -8,15 +8,22 @@ collection that LlamaIndex's ``ChromaVectorStore`` wrote, and vice versa.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, RelatedNodeInfo, TextNode
 
+from landmark_rag.extract import Extracted
+from landmark_rag.ingest import Page, join_pages
 from landmark_rag.store.schema import DOC_ID, INDEX, STORE_KEYS, sentence_from_metadata
 from landmark_rag.types import Hit, Passage, Sentence
 
 #: Keys of a passage's span metadata (``Passage.span_metadata()``).
 SPAN_KEYS = ("doc_id", "start", "end", "first_sentence", "last_sentence", "hit_sentences", "score")
+#: Where a reader puts a page's file and label (``SimpleDirectoryReader``: ``file_path``, else
+#: ``file_name``; ``page_label``).
+FILE_KEYS = ("file_path", "file_name")
+PAGE_LABEL = "page_label"
 
 #: Structural keys an embedding model or an LLM prompt must never see: they are offsets and
 #: ids, not content, and would only add noise to vectors and tokens to prompts.
@@ -76,4 +83,41 @@ def passage_to_node(passage: Passage, excluded_keys: list[str] | None = None) ->
         excluded_embed_metadata_keys=hidden,
         excluded_llm_metadata_keys=hidden,
         relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=passage.doc_id)},
+    )
+
+
+def node_page(node: BaseNode) -> Page | None:
+    """A reader's page of a file as a core :class:`~landmark_rag.ingest.Page` (``None``: not one)."""
+    md = node.metadata or {}
+    key = next((str(md[k]) for k in FILE_KEYS if md.get(k) not in (None, "")), None)
+    label = md.get(PAGE_LABEL)
+    if key is None or label in (None, "") or is_sentence_node(node):
+        return None
+    own = {k: v for k, v in md.items() if k != PAGE_LABEL}
+    return Page(key, node_text(node), own, label=str(label))
+
+
+def join_page_nodes(nodes: Sequence[BaseNode]) -> list[tuple[BaseNode, Extracted | None]]:
+    """The documents to split: the pages of one file joined into one ``Document`` (id: the
+    file's path) with where its pages are; every other node as it is, in input order."""
+    pages = {id(n): p for n in nodes if (p := node_page(n)) is not None}
+    joined = {d.doc_id: d for d in join_pages(list(pages.values()))}
+    out: list[tuple[BaseNode, Extracted | None]] = []
+    for node in nodes:
+        page = pages.get(id(node))
+        if page is None:
+            out.append((node, None))
+        elif (doc := joined.pop(page.doc_id, None)) is not None:  # the file's first page stands for it
+            out.append((_joined_document(node, doc.doc_id, doc.text, dict(doc.metadata)), doc.extracted))
+    return out
+
+
+def _joined_document(first: BaseNode, doc_id: str, text: str, metadata: dict[str, Any]) -> Document:
+    """One ``Document`` for a file's joined pages, rendered like its first page."""
+    hidden = [k for k in first.excluded_embed_metadata_keys or [] if k != PAGE_LABEL]
+    hidden_llm = [k for k in first.excluded_llm_metadata_keys or [] if k != PAGE_LABEL]
+    return Document(
+        id_=doc_id, text=text, metadata=metadata, excluded_embed_metadata_keys=hidden,
+        excluded_llm_metadata_keys=hidden_llm, metadata_template=first.metadata_template,
+        metadata_separator=first.metadata_separator,
     )

@@ -17,7 +17,8 @@ from llama_index.core.node_parser.interface import NodeParser
 from llama_index.core.schema import BaseNode, Document, NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.utils import get_tqdm_iterable
 
-from landmark_rag.llama_index.convert import HIDDEN_KEYS, node_text
+from landmark_rag.extract import Extracted
+from landmark_rag.llama_index.convert import HIDDEN_KEYS, join_page_nodes, node_text
 from landmark_rag.segment import Segmenter, segment_sentences
 from landmark_rag.store import content_hash, flat_metadata, sentence_id, sentence_metadata
 from landmark_rag.types import Sentence
@@ -33,7 +34,11 @@ class LandmarkNodeParser(NodeParser):
     - metadata: the document's metadata made flat (Chroma-safe) plus the schema keys
       ``doc_id, sentence_index, start, end, space_before, doc_hash``; the schema keys are
       excluded from embedding and LLM rendering, so they never reach a prompt;
-    - relationships: SOURCE (the document), PREVIOUS/NEXT (neighbouring sentences).
+    - relationships: SOURCE (the document), PREVIOUS/NEXT (neighbouring sentences);
+    - the pages of one file (documents sharing ``file_path``, else ``file_name``, with a
+      ``page_label``, as ``SimpleDirectoryReader`` reads a PDF) are one document, id the
+      file's path, joined in page order (``landmark_rag.ingest.join_pages``); each sentence
+      keeps its page (``sentence_page``).
 
     ``segmenter`` is any callable from text to ``(start, end)`` spans (default sentencex).
     ``max_sentence_tokens`` with ``tokenizer`` cuts over-long sentences into pieces that fit
@@ -124,16 +129,18 @@ class LandmarkNodeParser(NodeParser):
 
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
         out: list[BaseNode] = []
-        for doc in get_tqdm_iterable(nodes, show_progress, "Splitting into sentences"):
-            out.extend(self._sentence_nodes(doc))
+        for doc, extracted in get_tqdm_iterable(join_page_nodes(nodes), show_progress, "Splitting into sentences"):
+            out.extend(self._sentence_nodes(doc, extracted))
         return out
 
-    def _sentence_nodes(self, doc: BaseNode) -> list[TextNode]:
+    def _sentence_nodes(self, doc: BaseNode, extracted: Extracted | None = None) -> list[TextNode]:
         text = node_text(doc)
         doc_id = doc.node_id
         sentences = self.split(text, doc_id)
         if not sentences:
             return []
+        if extracted is not None:  # the pages of one file, joined: each sentence keeps its page
+            sentences = extracted.locate(sentences)
         doc_hash = content_hash(text)
         user_md = flat_metadata(doc.metadata) if self.include_metadata else {}
         hidden = list(dict.fromkeys([*(doc.excluded_embed_metadata_keys or []), *HIDDEN_KEYS]))

@@ -51,6 +51,18 @@ def passage_source(passage: Passage) -> str:
     return str(src) if src else passage.doc_id
 
 
+def passage_location(passage: Passage) -> str:
+    """Where a passage is, for people: ``p. 3``, ``pp. 11-12``, the heading it is under
+    (``§ Installation``), both, or ``""`` for a document with neither."""
+    parts = []
+    if passage.pages:
+        first, last = passage.pages[0], passage.pages[-1]
+        parts.append(f"p. {first}" if first == last else f"pp. {first}-{last}")
+    if passage.heading:
+        parts.append(f"§ {passage.heading}")
+    return "  ".join(parts)
+
+
 def document_views(store: DocumentStore, passages: list[Passage], query_vector: np.ndarray) -> list[DocumentView]:
     """One view per document that holds a passage, ordered by its best passage's rank."""
     views: dict[str, DocumentView] = {}

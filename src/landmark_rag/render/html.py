@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from landmark_rag.render.collect import DocumentView
+from landmark_rag.render.collect import DocumentView, passage_location
 from landmark_rag.render.highlight import hit_segments
 from landmark_rag.types import Passage, Sentence
 
@@ -95,6 +95,8 @@ def render_page(
     ]
     for rank, (p, hs) in enumerate(zip(passages, hits, strict=True), start=1):
         src = sources[rank - 1] if sources else p.doc_id
+        where = passage_location(p)
+        src += f" · {where}" if where else ""
         text = "".join(f'<mark class="hit">{e(t)}</mark>' if is_hit else e(t) for t, is_hit in hit_segments(p, hs))
         out.append(
             f'<li><div class="rmeta"><a href="#p{rank}">#{rank}</a> {e(src)} &middot; characters '

@@ -111,7 +111,7 @@ def _read_ahead(n: int) -> int:
 def _dense(request: Request, n: int, store: Any) -> Ranked:
     """The store's top-``n`` vector read (records included: one Chroma call)."""
     records = store.top(request.vector, n, where=request.where)
-    return Ranked(store.visible(records), exhausted=len(records) < n)
+    return Ranked(store.visible_hits(records), exhausted=len(records) < n)
 
 
 def _lexical(request: Request, n: int, sources: Sources) -> Ranked:

@@ -50,8 +50,8 @@ def split_long_sentences(
     A piece cut inside a word can tokenise into more tokens on its own than it had in the
     sentence (WordPiece ``##dis`` becomes ``di ##s``), so the pieces of a cut sentence are
     measured again and cut further until they fit or cannot be cut (a lone character that
-    is several tokens). Sentences are tokenised in batches of ``_TOKENIZE_BATCH``: a
-    million-token document at once would hold every offset as Python tuples (~300 MB).
+    is several tokens). Sentences are tokenised in batches of ``_TOKENIZE_BATCH``: a very
+    long document at once would hold every token's offsets as Python tuples at the same time.
     """
     if max_tokens < 1:
         raise ValueError("max_tokens must be >= 1")

@@ -2,8 +2,9 @@
 
 Chosen after ``benchmarks/segmenters.py`` (see docs/segmentation.md): it got every hand
 labelled hard case right (abbreviations, decimals, quotes, bullet lists, paragraph breaks),
-split fewest SQuAD answers across a boundary, and was the fastest candidate (~40 MB/s,
-Rust core). It reports character (not byte) offsets, which is what we need.
+split fewest SQuAD answers across a boundary, and was the fastest candidate (a Rust core;
+figures in docs/benchmarks.md, "Sentence segmenters"). It reports character (not byte)
+offsets, which is what we need.
 """
 
 from __future__ import annotations

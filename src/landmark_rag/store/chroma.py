@@ -283,6 +283,20 @@ class ChromaSentenceStore:
         return [(rid, text or "", dict(md or {}))
                 for rid, text, md in zip(got["ids"], got["documents"], got["metadatas"], strict=True)]
 
+    def records_by_id(self, ids: Sequence[str]) -> list[tuple[str, str, dict[str, Any]]]:
+        """The stored records ``(id, text, metadata)`` of these record ids, of whatever version.
+
+        For a framework that holds record ids it read raw; it drops the versions readers must
+        not see afterwards (:meth:`visible_hits`), as for hits from its own search.
+        """
+        if not ids:
+            return []
+        self._io.fresh()
+        with store_errors("reading sentences"):
+            got = self._io.collection.get(ids=list(ids), include=["documents", "metadatas"])
+        return [(rid, text or "", dict(md or {}))
+                for rid, text, md in zip(got["ids"], got["documents"], got["metadatas"], strict=True)]
+
     def iter_metadata(self, page: int = 10_000) -> Iterator[tuple[str, dict[str, Any]]]:
         """``(id, metadata)`` of every stored sentence record, read ``page`` records at a time."""
         self._io.fresh()
@@ -304,15 +318,15 @@ class ChromaSentenceStore:
         document being written (or the store holds fewer); a search that needs more asks
         again (``retrieve/search.py``).
         """
-        return self.visible(self.top(vector, k, where=where))
+        return self.visible_hits(self.top(vector, k, where=where))
 
     def top(self, vector: np.ndarray, n: int, *, where: dict[str, Any] | None = None) -> list[Hit]:
         """The top-``n`` sentence records by cosine similarity, of every version (what a
-        framework's own search reads; :meth:`visible` keeps what readers may see).
+        framework's own search reads; :meth:`visible_hits` keeps what readers may see).
 
         No ``count()`` first: Chroma returns fewer than ``n_results`` when it has fewer, so
-        fewer than ``n`` records means the store has no more; a count costs ~9 ms at 100k
-        sentences (docs/benchmarks.md, "Query latency").
+        fewer than ``n`` records means the store has no more; a count is a read of its own
+        on every query.
         """
         self._io.fresh()
         if n <= 0:
@@ -421,14 +435,6 @@ class ChromaSentenceStore:
         self._io.fresh()
         return self._manifest.visible(list(hits))
 
-    def visible(self, hits: list[Hit]) -> list[Hit]:
-        """The hits whose document is completely stored in the version they come from.
-
-        Used for vector hits here and for lexical hits (``store/lexical.py``), so both halves
-        of a hybrid search hide a document that is being written.
-        """
-        return self.visible_hits(hits)
-
     def get_sentences(self, doc_id: str, indices: Iterable[int]) -> dict[int, Sentence]:
         """Stored sentences of a document by index (missing indices are simply absent)."""
         return {i: s for i, (s, _) in self._get(doc_id, indices, False).items()}
@@ -473,10 +479,9 @@ class ChromaSentenceStore:
         records = self._manifest.records(docs)
         out: dict[tuple[str, int], tuple[str, str, dict[str, Any], Any]] = {}
         # A completely stored, versioned document: the ids of its visible records follow from
-        # the manifest's version, and a read by id is a key lookup (about 1 ms at 100k
-        # sentences), where the metadata filter below scans (about 13 ms; docs/benchmarks.md,
-        # "Query latency"). Everything else (documents without a manifest entry, written
-        # before versions existed, or being written) takes the filter.
+        # the manifest's version, and a read by id is a key lookup where the metadata filter
+        # below scans the collection. Everything else (documents without a manifest entry,
+        # written before versions existed, or being written) takes the filter.
         by_id = {d: str(records[d][VERSION]) for d in docs
                  if records.get(d, {}).get(STATE) == COMPLETE and records[d].get(VERSION)}
         if by_id:

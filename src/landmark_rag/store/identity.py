@@ -31,7 +31,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from landmark_rag.encode.models.registry import PACKAGED_MODELS, ModelNotFoundError, default_model, packaged_model
+from landmark_rag.encode.models.registry import (
+    PACKAGED_MODELS,
+    PREVIOUS_VERSIONS,
+    ModelNotFoundError,
+    default_model,
+    packaged_model,
+)
 from landmark_rag.errors import LandmarkRagError
 from landmark_rag.store.client import merge_metadata
 from landmark_rag.store.schema import DIM_KEY, IDENTITY_PREFIX, MODEL, MODEL_ID, SOURCE_KEY
@@ -227,7 +233,17 @@ def recorded_model(store: Any) -> tuple[str | None, dict[str, Any]]:
     overrides = {k: identity[k] for k in OVERRIDE_FIELDS if identity.get(k) not in (None, "")}
     if source and Path(source).is_absolute() and not Path(source).exists() and name and packaged_model(str(name)):
         source = name  # packaged models load by name
-    return source, overrides
+    return _packaged_release(source, identity.get("weights_fingerprint")), overrides
+
+
+def _packaged_release(source: str | None, fingerprint: str | None) -> str | None:
+    """A packaged model retrained since the store was written loads the release whose weights
+    the store's vectors came from (``PREVIOUS_VERSIONS``), so the store searches unchanged."""
+    if not source or not fingerprint or source not in PREVIOUS_VERSIONS:
+        return source
+    from landmark_rag.encode.models.loading import packaged_version
+
+    return packaged_version(source, str(fingerprint)) or source
 
 
 def recorded_dim(store: Any) -> int | None:

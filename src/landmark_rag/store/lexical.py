@@ -26,7 +26,7 @@ It is a **derived cache of the store, keyed by the manifest**, never a second so
 
 Writers need to know nothing about it: anything that writes through the store protocol (the
 CLI, ``landmark_rag.ingest``, Ray workers, another process) is picked up by the next sync.
-Each query checks two counts (manifest and sentences, ~1 ms) and syncs when they moved;
+Each query checks two cheap counts (manifest and sentences) and syncs when they moved;
 :meth:`StoreLexicalIndex.refresh` forces a full comparison (e.g. after a same-size replace).
 """
 

@@ -26,9 +26,15 @@ VERSION = "doc_version"
 #: ``ChromaVectorStore``): see ``landmark_rag.store.identity``.
 MODEL = "landmark_model"
 MODEL_ID = "landmark_model_id"
+#: Where a sentence is, for people: the 1-based page it starts on, and the title of the
+#: nearest heading before it. Written only for documents that have pages or headings, so
+#: stores written before they existed read exactly as before (both ``None``). Named apart
+#: from loaders' own ``page`` (0-based in LangChain's PDF loaders), which stays user metadata.
+PAGE = "sentence_page"
+HEADING = "sentence_heading"
 SCHEMA_KEYS = (DOC_ID, INDEX, START, END, SPACE_BEFORE, DOC_HASH)
 #: Every key the store itself may put on a sentence (``SCHEMA_KEYS`` are always there).
-STORE_KEYS = (*SCHEMA_KEYS, VERSION, MODEL, MODEL_ID)
+STORE_KEYS = (*SCHEMA_KEYS, PAGE, HEADING, VERSION, MODEL, MODEL_ID)
 
 #: Keys of a manifest record that the store writes next to the user's metadata.
 STATE = "state"
@@ -119,6 +125,10 @@ def sentence_metadata(
         END: sentence.end,
         SPACE_BEFORE: sentence.space_before,
     })
+    if sentence.page is not None:
+        md[PAGE] = sentence.page
+    if sentence.heading is not None:
+        md[HEADING] = sentence.heading
     if doc_hash is not None:
         md[DOC_HASH] = doc_hash
     if version:
@@ -136,6 +146,8 @@ def sentence_from_metadata(text: str, metadata: dict[str, Any]) -> Sentence:
             text=text,
             doc_id=str(metadata[DOC_ID]),
             space_before=str(metadata.get(SPACE_BEFORE, "")),
+            page=int(metadata[PAGE]) if metadata.get(PAGE) is not None else None,
+            heading=str(metadata[HEADING]) if metadata.get(HEADING) is not None else None,
         )
     except KeyError as exc:
         raise ValueError(

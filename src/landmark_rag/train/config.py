@@ -112,6 +112,10 @@ class TrainConfig:
     device: str | None = None  # None: accelerate picks (cuda > cpu)
     max_length: int | None = None  # encoder window (tokens incl. specials), saved in landmark_config.json
     window_tokens: int | None = None  # training windows; None: the encoder's window budget
+    # None: training windows grow around an answer at random and inference keeps its default
+    # quarter-window overlap; an int: training reads exactly the windows inference plans with
+    # this overlap (saved in landmark_config.json), so the model learns the contexts it will see
+    window_overlap: int | None = None
     seed: int = 0
     eval_every: int = 0  # 0: validate only after each stage
     eval_max_questions: int | None = None

@@ -3,8 +3,11 @@
 A training document is a run of consecutive article sentences that fits one encoder window,
 placed at a random offset around a sampled question's answer so that answers are seen at
 every position of a window (inference pools each sentence from whichever window gives it
-the most balanced context). Every other sentence of the window is a hard negative, the
-neighbouring sentences of the answer included.
+the most balanced context). With ``inference_overlap`` set, the windows are instead exactly
+the ones inference plans for the article (encode.windows.plan_windows), and a question is
+trained in the window its answer's last sentence is pooled from: the model learns the
+contexts it will be given, window edges included. Every other sentence of the window is a
+hard negative, the neighbouring sentences of the answer included.
 
 A distillation-only stage (``contrastive_weight=0``) needs no questions: documents without
 any (plain text) then give windows around a random sentence, with no queries.
@@ -15,6 +18,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 
+from landmark_rag.encode.windows import plan_windows
 from landmark_rag.train.config import TrainingInputError
 from landmark_rag.train.examples import Batch, TrainExample
 from landmark_rag.train.squad import Article
@@ -34,17 +38,24 @@ class LongDocBuilder:
         span_context: int = 0,
         landmark_tokens: int = 1,
         contrastive_weight: float = 1.0,
+        inference_overlap: int | None = None,
+        causal: bool = False,
     ) -> None:
         """``unit_tokens[a][i]``: token count of sentence ``i`` of article ``a``;
         ``landmark_tokens`` is added per sentence (1 with a landmark, 0 for mean pooling);
         ``span_context``: extra sentences before the answer counted as (down-weighted)
         positives, within the answer's paragraph - the position-aware part of the objective;
-        ``contrastive_weight`` 0 (distillation only) also uses documents without questions."""
+        ``contrastive_weight`` 0 (distillation only) also uses documents without questions;
+        ``inference_overlap``: train on the windows inference plans with this overlap
+        (``causal``: plan them as for a left-context-only encoder)."""
         unlabelled = not contrastive_weight
         self.articles = [a for a in articles if a.sentences and (a.questions or unlabelled)]
         lengths = {id(a): t for a, t in zip(articles, unit_tokens, strict=True)}
         self.lengths = [[n + landmark_tokens for n in lengths[id(a)]] for a in self.articles]
         self.window_tokens = window_tokens
+        self.inference_overlap = inference_overlap
+        self.causal = causal
+        self._plans: dict[int, tuple[list[tuple[int, int]], list[int]]] = {}
         self.examples_per_batch = examples_per_batch
         self.queries_per_example = queries_per_example
         self.spans = []
@@ -80,8 +91,36 @@ class LongDocBuilder:
                 hi += 1
         return lo, hi
 
+    def _plan(self, a: int) -> tuple[list[tuple[int, int]], list[int]]:
+        """Inference's windows over article ``a`` and the window each sentence is pooled from."""
+        if a not in self._plans:
+            windows, assigned = plan_windows(self.lengths[a], self.window_tokens, self.inference_overlap or 0, self.causal)
+            self._plans[a] = (windows, assigned.tolist())
+        return self._plans[a]
+
+    def _inference_example(self, a: int, rng: random.Random) -> TrainExample:
+        """A question and the inference window its answer's last sentence is pooled from, with
+        the other questions whose answers end in that window (spans cut at the window start)."""
+        art = self.articles[a]
+        windows, assigned = self._plan(a)
+        q0 = rng.randrange(len(art.questions))
+        w = assigned[self.spans[a][q0][-1]]
+        lo, hi = windows[w]
+        others = [j for j, s in enumerate(self.spans[a]) if assigned[s[-1]] == w and j != q0]
+        rng.shuffle(others)
+        chosen = [q0, *others[: self.queries_per_example - 1]]
+        return TrainExample(
+            units=[s.text for s in art.sentences[lo:hi]],
+            queries=[art.questions[j].text for j in chosen],
+            spans=[[i - lo for i in self.spans[a][j] if i >= lo] for j in chosen],
+            doc_id=f"{art.title}[{lo}:{hi}]",
+            spaces=["", *(s.space_before for s in art.sentences[lo + 1 : hi])],
+        )
+
     def example(self, a: int, rng: random.Random) -> TrainExample:
         art = self.articles[a]
+        if art.questions and self.inference_overlap is not None:
+            return self._inference_example(a, rng)
         if not art.questions:  # plain text, distillation only: a window around any sentence
             i = rng.randrange(len(art.sentences))
             lo, hi = self._window(a, [i], rng)

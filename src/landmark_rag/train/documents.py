@@ -23,7 +23,7 @@ from landmark_rag.train.squad import Article, Question, load_squad, select
 #: or be ``.json``; inside a folder, other files are passed over).
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
 
-_PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=\s*\n[ \t\r\f\v]*\n|\s*\Z)", re.S)
+_PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=\s*\n[ \t\r\f\v]*\n|\s*\Z)", re.DOTALL)
 
 
 def source_kind(path: str | Path) -> str:
@@ -87,14 +87,35 @@ def _source_entry(entry: str | dict[str, str], config: TrainConfig) -> tuple[str
         unknown = set(entry) - {"path", "train", "val"}
         if "path" not in entry or unknown:
             raise TrainingInputError(f"a data entry is a path or {{path, train, val}}, not {entry!r}")
-        path = str(entry["path"])
+        path = resolve_data_path(str(entry["path"]))
         default_train, default_val = DEFAULT_SELECTION[source_kind(path)]
         return path, str(entry.get("train", default_train)), str(entry.get("val", default_val))
-    path = str(entry)
+    path = resolve_data_path(str(entry))
     default_train, default_val = DEFAULT_SELECTION[source_kind(path)]
     train_spec = config.train_articles if config.train_articles is not None else default_train
     val_spec = config.val_articles if config.val_articles is not None else default_val
     return path, train_spec, val_spec
+
+
+#: A data path ``prepared:<name>`` names the training set ``--prepare`` built from the recipe
+#: ``<name>`` into the cache, so a shipped config reproduces on any machine that prepared it.
+PREPARED_PREFIX = "prepared:"
+
+
+def resolve_data_path(path: str) -> str:
+    """The folder behind ``prepared:<name>``; any other path unchanged."""
+    if not path.startswith(PREPARED_PREFIX):
+        return path
+    from landmark_rag.encode.models.loading import cache_dir
+
+    name = path[len(PREPARED_PREFIX) :]
+    folder = cache_dir() / "data" / name
+    if not folder.is_dir():
+        raise TrainingInputError(
+            f"training set {name!r} is not prepared ({folder} is missing): run "
+            f"`landmark-rag train --prepare data/training/{name}.json --raw RAW_DIR --download` first"
+        )
+    return str(folder)
 
 
 def load_text_documents(path: str | Path) -> list[Article]:

@@ -34,10 +34,10 @@ from landmark_rag.train.config import (
 from landmark_rag.train.data_longdoc import LongDocBuilder
 from landmark_rag.train.data_pairwise import PairwiseBuilder
 from landmark_rag.train.data_pseudo import PseudoDocBuilder
+from landmark_rag.train.documents import select_documents
 from landmark_rag.train.examples import Batch
 from landmark_rag.train.forward import document_vectors, hf_forward, pool_jobs
 from landmark_rag.train.loss import distillation_loss, position_aware_contrastive_loss
-from landmark_rag.train.documents import select_documents
 from landmark_rag.train.squad import Article
 from landmark_rag.train.validation import validate
 
@@ -459,6 +459,8 @@ def _longdoc_context(trainer: Trainer) -> dict[str, Any]:
         "window_tokens": min(window, layout.budget),
         "span_context": trainer.config.span_context,
         "landmark_tokens": 1 if layout.pooling is Pooling.LANDMARK else 0,
+        "inference_overlap": trainer.config.window_overlap,
+        "causal": layout.causal or layout.landmark_attention == "causal",
     }
 
 
@@ -556,6 +558,8 @@ def _base_encoder(config: TrainConfig) -> LandmarkEncoder:
         overrides["lmk_token"] = config.lmk_token
     if config.max_length:
         overrides["max_length"] = config.max_length
+    if config.window_overlap is not None:
+        overrides["window_overlap"] = config.window_overlap
     if config.landmark_attention != "full":
         overrides["landmark_attention"] = config.landmark_attention
     if config.landmark_span != 1:

@@ -28,9 +28,11 @@ from landmark_rag.encode.config import LandmarkConfig, Pooling
 from landmark_rag.encode.models.fingerprint import weights_fingerprint
 from landmark_rag.encode.models.registry import (
     ALIASES,
+    PREVIOUS_VERSIONS,
     ModelNotFoundError,
     ModelSource,
     default_model,
+    packaged_model,
     plain_model_config,
     resolve,
 )
@@ -110,6 +112,18 @@ def _locate(source: ModelSource) -> tuple[str, str | None, LandmarkConfig | None
         return path, None, config
     base = resolve(config.base_model)
     return str(materialise_gguf(base)) if base.gguf_file else base.path, path, config
+
+
+def packaged_version(name: str, fingerprint: str) -> str | None:
+    """The release of packaged model ``name`` (the current one or a kept earlier one) whose
+    weights have ``fingerprint``; ``None`` when none has."""
+    for candidate in (name, *PREVIOUS_VERSIONS.get(name, ())):
+        if packaged_model(candidate) is None:
+            continue
+        path, adapter_dir, _ = _locate(resolve(candidate))
+        if weights_fingerprint([path, adapter_dir]) == fingerprint:
+            return candidate
+    return None
 
 
 def _has_weights(path: str) -> bool:

@@ -54,7 +54,7 @@ def merge_lora(model: Any, adapter_dir: str | Path) -> Any:
         if not key.endswith(".lora_A.weight"):
             continue
         name = key[: -len(".lora_A.weight")]
-        name = name[len(_PREFIX) :] if name.startswith(_PREFIX) else name
+        name = name.removeprefix(_PREFIX)
         b = weights[key.replace(".lora_A.", ".lora_B.")]
         module = modules.get(name)
         if module is None or not hasattr(module, "weight"):

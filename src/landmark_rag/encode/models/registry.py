@@ -16,6 +16,7 @@ in-context pooling.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 from dataclasses import dataclass
@@ -108,6 +109,12 @@ def _landmark_minilm() -> ModelSource:
     return _packaged("landmark-minilm")
 
 
+#: Earlier releases of a packaged model that was retrained under the same name, newest first.
+#: A store records the model's name and a fingerprint of its weights; these keep the stores an
+#: earlier release wrote opening and searching with the weights they were built with
+#: (``store.identity.recorded_model``), while new stores get the current weights.
+PREVIOUS_VERSIONS: dict[str, tuple[str, ...]] = {"landmark-minilm": ("landmark-minilm-v1",)}
+
 #: Model names resolved to weights that ship inside pip packages (no hub needed).
 ALIASES = {
     "landmark-minilm": _landmark_minilm,
@@ -149,6 +156,11 @@ PACKAGED_MODELS: dict[str, Path] = {
     "landmark-minilm-lmk": MODELS_DIR / "landmark-minilm-lmk",  # LMK token, Front-3 (docs/model_card.md)
     "landmark-mpnet": MODELS_DIR / "landmark-mpnet",  # over all-mpnet-base-v2 (the [mpnet] extra)
 }
+
+for _versions in PREVIOUS_VERSIONS.values():
+    for _version in _versions:
+        PACKAGED_MODELS[_version] = MODELS_DIR / "previous" / _version
+        ALIASES[_version] = functools.partial(_packaged, _version)
 
 #: The name of the default model (a key of PACKAGED_MODELS, or a plain alias).
 DEFAULT_MODEL = "landmark-minilm"

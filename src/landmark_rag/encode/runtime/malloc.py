@@ -3,8 +3,8 @@
 Why: glibc raises its mmap threshold *dynamically* each time a large block (the first
 activations of a forward pass) is freed; later large activations are then carved out of
 the heap, which fragments and is never returned to the system, so encoding a very long
-document keeps growing in memory. Pinned at glibc's initial threshold, the growth is about
-half (docs/benchmarks.md, "Memory of one very long document").
+document keeps growing in memory. Pinned at glibc's initial threshold, the growth stays flat
+in the document's length (docs/benchmarks.md, "Memory of a long document").
 ``mallopt(M_MMAP_THRESHOLD, n)`` pins it exactly as the ``MALLOC_MMAP_THRESHOLD_``
 environment variable does, but without asking the user to set anything.
 

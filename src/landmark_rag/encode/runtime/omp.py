@@ -1,12 +1,11 @@
 """Ask OpenMP (torch's CPU thread pool) to sleep, not spin, while it waits for work.
 
 Why: by default libgomp's worker threads spin for a while at every barrier. On a machine
-whose cores are shared with other processes (a laptop running an IDE, a CI runner, this
-project's 2-core box with other jobs), a spinning thread burns the time slice the thread it
-waits for needs, and every parallel region of a forward pass stalls: a query encoding can
-take a hundred times longer than with ``OMP_WAIT_POLICY=PASSIVE`` (docs/benchmarks.md,
-"Speed"). On an idle machine passive waiting costs a thread wake-up per
-parallel region, microseconds against a forward pass of milliseconds.
+whose cores are shared with other processes (a laptop running an IDE, a CI runner, a
+small server with other jobs), a spinning thread burns the time slice the thread it
+waits for needs, and every parallel region of a forward pass stalls, so a query encoding
+takes many times longer than with ``OMP_WAIT_POLICY=PASSIVE``. On an idle machine passive
+waiting costs only a thread wake-up per parallel region, small against a forward pass.
 
 OpenMP reads the variable once, when torch loads its runtime, so this must run before the
 first ``import torch``: ``import landmark_rag`` does it (the package imports torch lazily).

@@ -7,8 +7,8 @@ activations on the fly, which PyTorch's fbgemm/onednn kernels run faster than fp
 (``per_channel_dynamic_qconfig``) rather than one per matrix: the same speed, and it keeps
 more of the model's retrieval quality.
 It changes the vectors slightly, so it is never a default:
-``LandmarkEncoder.from_pretrained(..., quantize="int8")`` or ``landmark-rag index --quantize
-int8`` asks for it, and the quality it keeps is measured by ``benchmarks/quantize_quality.py``.
+``LandmarkEncoder.from_pretrained(..., quantize="int8")`` asks for it (the CLI has no flag for
+it), and the quality it keeps is measured by ``benchmarks/quantize_quality.py``.
 """
 
 from __future__ import annotations
