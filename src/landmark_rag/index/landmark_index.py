@@ -490,7 +490,8 @@ class LandmarkIndex:
         order: Order,
         mode: Mode,
     ) -> list[Passage]:
-        """One search with everything already resolved (mode, strategy, query vector)."""
+        """One search with mode, strategy and query vector already resolved (once per call of
+        :meth:`search` / :meth:`search_many`, never again per read)."""
         request = Request(mode, query, vector, where)
         return find_passages(
             request, k, self._sources(mode), strategy, order=order, count_tokens=self._token_counter()

@@ -76,8 +76,8 @@ class Sources:
 class Ranked:
     """The visible hits of one read, best first, and whether the ranking has no more.
 
-    ``exhausted`` is what stops the search loop without a ``count()`` (about 9 ms at 100k
-    sentences): a read that found fewer candidates than it asked for has seen them all.
+    ``exhausted`` is what stops the search loop without a ``count()`` (a read of its own on
+    every query): a read that found fewer candidates than it asked for has seen them all.
     When it has, ``hits`` holds every visible hit read, else at most the ``n`` asked for.
     """
 
@@ -109,7 +109,11 @@ def _read_ahead(n: int) -> int:
 
 
 def _dense(request: Request, n: int, store: Any) -> Ranked:
-    """The store's top-``n`` vector read (records included: one Chroma call)."""
+    """The store's top-``n`` vector read (records included: one Chroma call).
+
+    Exactly ``n``, no read-ahead: Chroma's approximate search depends on ``n_results``, and
+    these are the sizes dense search has always asked for, so its results stay the same.
+    """
     records = store.top(request.vector, n, where=request.where)
     return Ranked(store.visible_hits(records), exhausted=len(records) < n)
 
@@ -119,7 +123,7 @@ def _lexical(request: Request, n: int, sources: Sources) -> Ranked:
     assert sources.lexical is not None and request.text is not None
     ask = _read_ahead(n)
     candidates = sources.lexical.candidates(request.text, ask, where=request.where)
-    hits = _records(candidates[:ask], sources.store)
+    hits = _records(candidates, sources.store)
     exhausted = len(candidates) < ask
     return Ranked(hits if exhausted else hits[:n], exhausted)
 
@@ -154,5 +158,6 @@ def _record_halves(hits: list[Hit], dense: dict[str, float], lexical: dict[str, 
             h.metadata[DENSE_SCORE] = float(dense[key])
         if key in lexical:
             h.metadata[LEXICAL_SCORE] = float(lexical[key])
+
 
 __all__ = ["DENSE_SCORE", "LEXICAL_SCORE", "LexicalSource", "Ranked", "Request", "Sources", "read_best"]
