@@ -11,7 +11,7 @@ Both modes run the whole search path (query encoding, candidate search, fusion, 
 expansion with the model's strategy, exactly-k merging: ``LandmarkIndex.search``),
 interleaved question by question so both see the same machine load; the script prints the
 median and p90 per mode and their ratio, and the same for retrieval alone (the query vector
-given to ``LandmarkIndex.hits`` + ``collect_passages``, the encoder excluded).
+given to ``LandmarkIndex.search(query_vector=...)``, the encoder excluded).
 
 Run:  nice -n 10 python benchmarks/hybrid_latency.py [--copies 200] [--questions 200] [--k 4]
 """
@@ -29,7 +29,6 @@ from tqdm.auto import tqdm
 
 from landmark_rag import LandmarkEncoder, LandmarkIndex
 from landmark_rag.evaluation.data import load_squad
-from landmark_rag.retrieve import collect_passages
 from landmark_rag.store import ChromaSentenceStore
 from landmark_rag.store.lexical import StoreLexicalIndex
 from landmark_rag.types import EncodedDocument
@@ -79,12 +78,9 @@ def main() -> None:
     print(f"lexical index reopened from its cache: {time.perf_counter() - t0:.1f}s")
 
     def search(q: str, mode: str, vec: np.ndarray | None = None) -> list:
-        if vec is None:  # the whole public path: LandmarkIndex.search encodes the query itself
-            return index.search(q, args.k, mode=mode)
-        return collect_passages(  # the same path with the query vector given
-            lambda n: index.hits(q, n, mode=mode, query_vector=vec), store.count_sentences(), store, args.k,
-            index.strategy, query_vector=vec,
-        )
+        # vec None: the whole public path (LandmarkIndex.search encodes the query itself);
+        # else the same path with the query vector given
+        return index.search(q, args.k, mode=mode, query_vector=vec)
 
     questions = [q.question for a in arts for q in a.questions][: args.questions]
     for q in questions[:5]:  # warm-up: caches, lazy imports, HNSW pages

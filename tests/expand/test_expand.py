@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from landmark_rag.expand import Adaptive, Front, InMemorySource, Surround, expand_hits, make_strategy
+from landmark_rag.expand import Adaptive, Front, InMemorySource, Surround, choose_strategy, expand_hits
 from landmark_rag.segment import segment_sentences
 from landmark_rag.types import Hit
 
@@ -94,23 +94,44 @@ def test_adaptive_follows_relevance_and_budget(source):
         expand_hits([Hit(sents[5], 0.9)], src, "adaptive")
 
 
-def test_make_strategy_errors():
-    assert make_strategy("surround", before=2) == Surround(2, 1)
+def test_choose_strategy_builds_names_and_refuses_typos():
+    assert choose_strategy("surround", {"before": 2}) == Surround(2, 1)
+    assert choose_strategy(Surround(2, 1)) == Surround(2, 1)  # a ready strategy is used as is
+    assert choose_strategy(Surround(2, 1), {"after": 0}) == Surround(2, 0)  # ... with params applied
     with pytest.raises(ValueError, match="unknown expansion strategy"):
-        make_strategy("middle")
+        choose_strategy("middle")
+    with pytest.raises(ValueError, match="front strategy takes"):
+        choose_strategy("front", {"before": 1})
     with pytest.raises(ValueError):
         Front(0)
 
 
-def test_model_strategy_follows_the_model_config():
+def test_choose_strategy_follows_the_model_config():
     from landmark_rag.encode import LandmarkConfig
-    from landmark_rag.expand import model_strategy
     from landmark_rag.encode.models.registry import model_config
 
-    assert model_strategy(None) == Front(3)  # the paper's default when a model names none
-    assert model_strategy(LandmarkConfig(expansion="surround", expansion_params={"before": 2})) == Surround(2, 1)
+    assert choose_strategy() == Front(3)  # the paper's default when a model names none
+    config = LandmarkConfig(expansion="surround", expansion_params={"before": 2})
+    assert choose_strategy(model=config) == Surround(2, 1)
+    assert choose_strategy(None, {"after": 3}, config) == Surround(1, 3)  # params replace the configured ones
+    assert choose_strategy("front", None, config) == Front(3)  # a name given: that strategy's defaults
     with pytest.raises(ValueError, match="expansion"):
         LandmarkConfig(expansion="sideways")  # type: ignore[arg-type]
     # the shipped model lands on the answer sentence itself (in-context mean pooling), so it
     # expands to both sides; docs/model_card.md has the measurements behind this choice
-    assert model_strategy(model_config("landmark-minilm")) == Surround(1, 1)
+    assert choose_strategy(model=model_config("landmark-minilm")) == Surround(1, 1)
+
+
+def test_old_names_of_the_strategy_rule_still_work_but_warn():
+    from landmark_rag import expand
+    from landmark_rag.encode import LandmarkConfig
+
+    config = LandmarkConfig(expansion="surround", expansion_params={"before": 2})
+    with pytest.warns(DeprecationWarning, match="choose_strategy"):
+        assert expand.make_strategy("surround", before=2) == Surround(2, 1)
+    with pytest.warns(DeprecationWarning, match="choose_strategy"):
+        from landmark_rag.expand import model_strategy
+    assert model_strategy(config) == Surround(2, 1) and model_strategy(None) == Front(3)
+    assert "make_strategy" not in expand.__all__ and "model_strategy" not in expand.__all__
+    with pytest.raises(AttributeError):
+        expand.choose_a_strategy  # noqa: B018

@@ -71,3 +71,43 @@ def test_existing_store_gets_hybrid_without_reindexing_and_follows_writes(built,
     assert other.search("When was oxygen first measured on Mount Kessel?", k=1)[0].doc_id == "fact"
     other.delete(["fact"])
     assert all(p.doc_id != "fact" for p in other.search("Brandt observatory Kessel", k=2, mode="lexical"))
+
+
+def _whole_ranking(index: LandmarkIndex, query: str, vector: np.ndarray, mode: str) -> list:
+    """Every visible hit of ``mode`` best first, read at once: the reference the search's
+    ask-for-more loop must agree with (it reads growing prefixes of this ranking)."""
+    from landmark_rag.retrieve import fuse
+
+    store, everything = index.store, index.store.count_sentences()
+    if mode == "dense":
+        return store.query(vector, everything)
+    lexical = index.lexical.candidates(query, everything)
+    if mode == "hybrid":
+        f = index.fusion  # k stays far below the fusion depth, so the depth is the model's
+        dense = store.query_ids(vector, f.depth)
+        lexical = fuse(dense, index.lexical.candidates(query, f.depth), f.method, f.weight, rrf_k=f.rrf_k)
+    return store.hits_by_ids([str(u) for u, _ in lexical], [s for _, s in lexical])
+
+
+@pytest.mark.parametrize("mode", ["dense", "lexical", "hybrid"])
+def test_search_equals_expanding_the_whole_ranking(built, article, mode):
+    """The one loop gives what expanding the complete ranking gives: same passages, order, scores."""
+    from landmark_rag.expand import expand_hits
+
+    _, index = built
+    for q in article.questions[10:16]:
+        vector = index.encode_query(q.text)
+        ranking = _whole_ranking(index, q.text, vector, mode)
+        got_hits = index.hits(q.text, 7, mode=mode, query_vector=vector)
+        assert [(h.sentence.doc_id, h.sentence.index, h.score) for h in got_hits] == [
+            (h.sentence.doc_id, h.sentence.index, h.score) for h in ranking[:7]
+        ]
+        for strategy in ("front", "surround", "adaptive"):
+            strat = index.resolve_strategy(strategy)
+            for k in (1, 3, 6):
+                expected = expand_hits(ranking, index.store, strat, query_vector=vector,
+                                       count_tokens=index.count_tokens, max_passages=k)[:k]
+                got = index.search(q.text, k, strategy=strategy, mode=mode)
+                assert [(p.id, p.score, p.text, p.hit_indices) for p in got] == [
+                    (p.id, p.score, p.text, p.hit_indices) for p in expected
+                ], (q.text, strategy, k)

@@ -144,8 +144,11 @@ def _calls(pattern: str) -> set[str]:
 def test_each_rule_lives_in_one_place():
     assert _calls(r"chromadb\.(PersistentClient|HttpClient|EphemeralClient)\(") == {"store/client.py"}
     assert _calls(r"\}:\{[\w.]*first_index\}-\{") == {"types.py"}  # the passage id
-    assert _calls(r"\bmodel_strategy\(") <= {"expand/strategies.py"}
-    assert _calls(r"\bmake_strategy\(") <= {"expand/strategies.py", "expand/expand.py"}
+    assert _calls(r"def choose_strategy\(") == {"expand/strategies.py"}  # the strategy rule's one name
+    assert _calls(r"\b(make|model)_strategy\b") <= {"expand/__init__.py"}  # its deprecated aliases
+    assert _calls(r"\.(top|query_ids)\(") == {"retrieve/ranking.py", "store/chroma.py"}  # the dense half: one reader
+    grows = {p for p in _calls(r"\*= 2\b") if p.startswith(("retrieve/", "index/", "store/"))}
+    assert grows == {"retrieve/search.py"}  # a search's one "ask for more" loop
     assert _calls(r"\bcosine_rescore\(") == {"retrieve/rescore.py", "index/landmark_index.py"}
     assert _calls(r"def store_model\(") == {"store/identity.py"}
 
@@ -156,6 +159,6 @@ def test_no_adapter_assembles_encoder_store_and_strategy():
     for rel in adapters:
         text = (SRC / rel).read_text(encoding="utf-8")
         assert "LandmarkIndex" in text or "open_index" in text or "open_query_index" in text, rel
-        for forbidden in ("search_passages(", "expand_hits(", "make_strategy(", "model_strategy(",
+        for forbidden in ("find_passages(", "expand_hits(", "make_strategy(", "model_strategy(",
                           "from_pretrained(", "check_identity("):
             assert forbidden not in text, f"{rel} calls {forbidden}"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from landmark_rag.retrieve import Request, Sources, find_hits
 from landmark_rag.store import ChromaSentenceStore
 
 
@@ -43,7 +44,9 @@ def observe(store: ChromaSentenceStore) -> dict:
     keys = [(h.sentence.doc_id, h.sentence.index) for h in hits]
     assert len(keys) == len(set(keys)), "duplicate hits"
     first = sorted(docs)[0]
-    filtered = store.query(vec, 5, where={"doc_id": first})  # stale readers failed here
+    # a filtered search as a reader runs it (the store's read is plain: while ``first`` is
+    # replaced its top records may all be the hidden new version; the search reads on)
+    filtered = find_hits(Request("dense", None, vec, {"doc_id": first}), 5, Sources(store))  # stale readers failed here
     assert filtered and all(h.sentence.doc_id == first for h in filtered)
     return {"texts": texts, "hits": len(hits)}
 

@@ -11,7 +11,8 @@ import json
 import numpy as np
 import pytest
 
-from landmark_rag.retrieve import FusionConfig, collect_passages, fuse, mode_hits, model_fusion
+from landmark_rag.expand import Surround
+from landmark_rag.retrieve import FusionConfig, Request, Sources, find_hits, find_passages, fuse, model_fusion
 from landmark_rag.retrieve.fusion import fuse_arrays
 from landmark_rag.segment import segment_sentences
 from landmark_rag.store import ChromaSentenceStore, sentence_id
@@ -94,7 +95,7 @@ def test_fusion_settings_are_validated():
     with pytest.raises(ValueError, match="unknown fusion setting"):
         FusionConfig.from_dict({"mode": "hybrid", "wieght": 0.3})
     with pytest.raises(ValueError, match="search mode"):
-        mode_hits("sparse", 3, store=None)
+        Request("sparse", "text")  # type: ignore[arg-type]
 
 
 def test_model_fusion_defaults_to_dense_and_reads_the_config():
@@ -267,11 +268,8 @@ def test_modes_through_the_same_expansion(store):
     vec = b.embeddings[3]  # dense points at "Launches are loud."
 
     def run(mode, k, where=None):
-        return collect_passages(
-            lambda n: mode_hits(mode, n, store=store, query_vector=vec, query_text="kittens yarn",
-                                lexical=lex, fusion=fusion, where=where),
-            store.count_sentences(), store, k, "surround", query_vector=vec,
-        )
+        request = Request(mode, "kittens yarn", vec, where)
+        return find_passages(request, k, Sources(store, lex, fusion), Surround())
 
     dense, lexical, hybrid = run("dense", 1), run("lexical", 1), run("hybrid", 2)
     assert dense[0].text == "Satellites circle the Earth. Launches are loud."
@@ -284,8 +282,11 @@ def test_modes_through_the_same_expansion(store):
     # the metadata filter applies to the lexical half too
     assert {p.doc_id for p in run("hybrid", 3, where={"topic": "space"})} == {"b"}
     assert run("lexical", 2, where={"topic": "space"}) == []
-    hits = mode_hits("hybrid", 8, store=store, query_vector=vec, query_text="kittens yarn", lexical=lex,
-                     fusion=fusion)
+    hits = find_hits(Request("hybrid", "kittens yarn", vec), 8, Sources(store, lex, fusion))
     assert "_lexical_score" in hits[0].metadata or "_dense_score" in hits[0].metadata
     with pytest.raises(ValueError, match="lexical index"):
-        mode_hits("hybrid", 2, store=store, query_vector=vec)
+        find_hits(Request("hybrid", "kittens yarn", vec), 2, Sources(store))
+    with pytest.raises(ValueError, match="lexical index"):
+        Request("hybrid", None, vec)
+    with pytest.raises(ValueError, match="query vector"):
+        Request("dense", "kittens yarn")

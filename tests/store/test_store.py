@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from landmark_rag.retrieve import search_passages
 from landmark_rag.segment import segment_sentences
 from landmark_rag.store import ChromaSentenceStore, StoreError, StoreMismatchError
 from landmark_rag.types import EncodedDocument
@@ -117,14 +116,17 @@ def test_identity_mismatch_is_refused(tmp_path, store):
         ChromaSentenceStore.open(tmp_path / "db", "missing", create=False)
 
 
-def test_search_passages_returns_exactly_k_non_overlapping(store):
+def test_search_returns_exactly_k_non_overlapping(store):
+    from landmark_rag import LandmarkIndex
+
     long_a, long_b = " ".join([DOC_A] * 4), " ".join([DOC_B] * 4)
     a, b = encode(long_a, "a", 3), encode(long_b, "b", 4)
     store.add_document(a)
     store.add_document(b)
+    index = LandmarkIndex(store)  # no encoder: the query vector is given
     q = a.embeddings[1] + a.embeddings[2]
     for k in (1, 2, 3, 5):
-        ps = search_passages(q, store, k=k, strategy="surround")
+        ps = index.search("", k, strategy="surround", query_vector=q)
         assert len(ps) == k
         spans = sorted((p.doc_id, p.first_index, p.last_index) for p in ps)
         for (d1, _, hi), (d2, lo, _) in zip(spans, spans[1:]):
@@ -133,7 +135,7 @@ def test_search_passages_returns_exactly_k_non_overlapping(store):
             text = long_a if p.doc_id == "a" else long_b
             assert text[p.start : p.end] == p.text
     # asking for more than the store can supply gives what there is, still disjoint
-    many = search_passages(q, store, k=50, strategy="front")
+    many = index.search("", 50, strategy="front", query_vector=q)
     assert 2 <= len(many) < 50
     covered = [(p.doc_id, i) for p in many for i in range(p.first_index, p.last_index + 1)]
     assert len(covered) == len(set(covered))

@@ -9,7 +9,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from landmark_rag.expand.strategies import Adaptive, Strategy, approx_tokens, make_strategy
+from landmark_rag.expand.strategies import Adaptive, Strategy, approx_tokens, choose_strategy
 from landmark_rag.store.schema import user_metadata
 from landmark_rag.types import Hit, Passage, Sentence, passage_pages
 
@@ -98,7 +98,7 @@ def expand_hits(
     ``max_passages`` passages whenever the hits allow it, and lower hits that would merge
     into (and so swallow) the best passages are not used.
     """
-    strat = make_strategy(strategy)
+    strat = choose_strategy(strategy)
     if isinstance(strat, Adaptive) and query_vector is None:
         raise ValueError("the adaptive strategy needs the query vector")
     count = count_tokens or approx_tokens

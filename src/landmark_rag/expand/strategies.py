@@ -102,20 +102,7 @@ class Adaptive:
 Strategy = Front | Surround | Adaptive
 
 
-def make_strategy(name: StrategyName | Strategy = "front", **params: int | float) -> Strategy:
-    """Build a strategy from its name (``front``, ``surround``, ``adaptive``) and parameters."""
-    if isinstance(name, Front | Surround | Adaptive):
-        return name
-    table = {"front": Front, "surround": Surround, "adaptive": Adaptive}
-    try:
-        cls = table[str(name).lower()]
-    except KeyError:
-        raise ValueError(f"unknown expansion strategy {name!r}; choose one of {sorted(table)}") from None
-    known = {f.name for f in fields(cls)}
-    unknown = sorted(set(params) - known)
-    if unknown:
-        raise ValueError(f"the {cls.__name__.lower()} strategy takes {sorted(known)}, not {unknown}")
-    return cls(**params)  # type: ignore[arg-type]
+STRATEGIES: dict[str, type[Front | Surround | Adaptive]] = {"front": Front, "surround": Surround, "adaptive": Adaptive}
 
 
 def choose_strategy(
@@ -123,33 +110,36 @@ def choose_strategy(
     params: Mapping[str, int | float] | None = None,
     model: object | None = None,
 ) -> Strategy:
-    """The one rule for which expansion a search uses (every adapter and the CLI call it).
+    """The one rule for which expansion a search uses (the index, every adapter and the CLI
+    call it, so a name, its parameters and a model's default mean the same everywhere).
 
-    A ready ``Front``/``Surround``/``Adaptive`` object is used as is; a name is built with
-    ``params``; ``None`` takes the expansion ``model``'s config names (a ``LandmarkConfig``,
-    an encoder, or ``None`` for the paper's Front-3), with ``params`` replacing that
-    strategy's configured parameters.
+    A ready ``Front``/``Surround``/``Adaptive`` object is used as is (``params`` replace its
+    fields); a name (``front``, ``surround``, ``adaptive``) is built with ``params``; ``None``
+    takes the strategy the ``model``'s ``landmark_config.json`` names (a ``LandmarkConfig``,
+    an encoder, or ``None`` for the paper's Front-3), with ``params``, when given, replacing
+    that strategy's configured parameters.
     """
     if isinstance(strategy, Front | Surround | Adaptive):
-        if params:
-            return replace(strategy, **params)  # type: ignore[arg-type]
-        return strategy
+        return replace(strategy, **params) if params else strategy  # type: ignore[arg-type]
     if strategy is None:
-        return model_strategy(model, params)
-    return make_strategy(strategy, **dict(params or {}))
+        config = getattr(model, "config", model)
+        strategy = getattr(config, "expansion", None) or "front"
+        params = params or getattr(config, "expansion_params", None) or {}
+    return _build(strategy, params or {})
 
 
-def model_strategy(config: object | None, params: Mapping[str, int | float] | None = None) -> Strategy:
-    """The expansion a model's ``landmark_config.json`` asks for (``front`` when it says none).
-
-    Accepts a ``LandmarkConfig``, a ``LandmarkEncoder`` (its ``.config``) or ``None``.
-    ``params``, when given, replace the config's parameters of that strategy.
-    """
-    config = getattr(config, "config", config)
-    name = getattr(config, "expansion", None) or "front"
-    if not params:
-        params = getattr(config, "expansion_params", None) or {}
-    return make_strategy(name, **params)
+def _build(name: str, params: Mapping[str, int | float]) -> Strategy:
+    """The strategy called ``name`` with ``params``; unknown names and parameters are errors
+    (a typo would otherwise silently fall back to a default)."""
+    try:
+        cls = STRATEGIES[str(name).lower()]
+    except KeyError:
+        raise ValueError(f"unknown expansion strategy {name!r}; choose one of {sorted(STRATEGIES)}") from None
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise ValueError(f"the {cls.__name__.lower()} strategy takes {sorted(known)}, not {unknown}")
+    return cls(**params)  # type: ignore[arg-type]
 
 
 def approx_tokens(text: str) -> int:

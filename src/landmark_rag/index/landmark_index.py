@@ -7,12 +7,13 @@ search uses (``expand.choose_strategy``), recording and checking the model ident
 through the one write path (``ingest/write.py``), and turning a query into exactly ``k``
 exact passages.
 
-Search is two stages: :meth:`LandmarkIndex.hits` produces scored sentence hits for a query
-in one of three modes (``dense``: the landmark vectors; ``lexical``: BM25 over the same
-stored sentences, ``store/lexical.py``; ``hybrid``: both fused, ``retrieve/fusion.py``; the
-default is the model's ``landmark_config.json`` ``fusion.mode``), and
-``retrieve.collect_passages`` expands, merges and tops them up to exactly ``k`` passages, the
-same way for every mode.
+A search resolves its mode and expansion once, encodes the query, and hands the query, the
+store, the lexical index and the fusion settings to ``retrieve`` (``find_passages``; the
+sentence hits alone: ``find_hits``), whose one loop reads a mode's best sentences
+(``dense``: the landmark vectors; ``lexical``: BM25 over the same stored sentences,
+``store/lexical.py``; ``hybrid``: both fused, ``retrieve/fusion.py``; the default is the
+model's ``landmark_config.json`` ``fusion.mode``) and expands, merges and tops them up to
+exactly ``k`` passages, the same way for every mode.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from landmark_rag.expand import Strategy, choose_strategy, expand_hits
+from landmark_rag.expand import Adaptive, Strategy, choose_strategy, expand_hits
 from landmark_rag.expand.strategies import StrategyName
 from landmark_rag.ingest import (
     DocumentEncoder,
@@ -38,9 +39,8 @@ from landmark_rag.ingest import (
     text_documents,
     write_documents,
 )
-from landmark_rag.retrieve import collect_passages, cosine_rescore, unit_vector
+from landmark_rag.retrieve import Request, Sources, cosine_rescore, find_hits, find_passages, unit_vector
 from landmark_rag.retrieve.fusion import FusionConfig, Mode, check_mode, model_fusion
-from landmark_rag.retrieve.hybrid import mode_hits
 from landmark_rag.store import (
     DEFAULT_COLLECTION,
     DEFAULT_DB,
@@ -401,6 +401,7 @@ class LandmarkIndex:
         where: dict[str, Any] | None = None,
         order: Order = "score",
         mode: Mode | None = None,
+        query_vector: np.ndarray | None = None,
     ) -> list[Passage]:
         """Exactly ``k`` passages for ``query`` (fewer only when the store has fewer).
 
@@ -410,11 +411,13 @@ class LandmarkIndex:
         first) or ``document`` (reading order). ``mode``: ``hybrid``, ``dense`` or
         ``lexical`` (``None``: the model's default, see :attr:`fusion`); lexical search
         returns fewer passages when fewer sentences share a term with the query.
+        ``query_vector``: a query vector already computed (it is not encoded again).
         """
         mode = self.resolve_mode(mode)
         strat = self.resolve_strategy(strategy)
-        vector = self.encode_query(query) if self._needs_vector(mode, strat) else None
-        return self._search(query, vector, k, strategy=strat, where=where, order=order, mode=mode)
+        if query_vector is None and self._needs_vector(mode, strat):
+            query_vector = self.encode_query(query)
+        return self._passages(query, query_vector, k, strat, where=where, order=order, mode=mode)
 
     def search_many(
         self,
@@ -438,7 +441,7 @@ class LandmarkIndex:
         else:
             vectors = [None] * len(queries)
         return [
-            self._search(q, v, k, strategy=strat, where=where, order=order, mode=mode)
+            self._passages(q, v, k, strat, where=where, order=order, mode=mode)
             for q, v in zip(queries, vectors, strict=True)
         ]
 
@@ -459,7 +462,7 @@ class LandmarkIndex:
         mode = self.resolve_mode(mode)
         if query_vector is None and mode != "lexical":
             query_vector = self.encode_query(query)
-        return self._sentence_hits(query, query_vector, n, where, mode)
+        return find_hits(Request(mode, query, query_vector, where), n, self._sources(mode))
 
     def encode_query(self, query: Query) -> np.ndarray:
         """A unit query vector: ``query`` encoded, or a given vector normalised."""
@@ -469,41 +472,29 @@ class LandmarkIndex:
 
     @staticmethod
     def _needs_vector(mode: Mode, strategy: Strategy) -> bool:
-        from landmark_rag.expand import Adaptive
-
         return mode != "lexical" or isinstance(strategy, Adaptive)
 
-    def _sentence_hits(
-        self, query: str, vector: np.ndarray | None, n: int, where: dict[str, Any] | None, mode: Mode = "dense"
-    ) -> list[Hit]:
-        """The best ``n`` scored sentence hits for a query: the one place hits are produced."""
-        if mode == "dense":
-            return self.store.query(vector, n, where=where)
-        return mode_hits(
-            mode, n, store=self.store, query_vector=vector, query_text=query, lexical=self.lexical,
-            fusion=self.fusion, where=where,
-        )
+    def _sources(self, mode: Mode) -> Sources:
+        """What a search of ``mode`` reads (the lexical index only when the mode uses it: it is
+        built from the store on first use)."""
+        return Sources(self.store, self.lexical if mode != "dense" else None, self.fusion)
 
-    def _search(
+    def _passages(
         self,
         query: str,
         vector: np.ndarray | None,
         k: int,
+        strategy: Strategy,
         *,
-        strategy: StrategyName | Strategy | None,
         where: dict[str, Any] | None,
         order: Order,
-        mode: Mode = "dense",
+        mode: Mode,
     ) -> list[Passage]:
-        return collect_passages(
-            lambda n: self._sentence_hits(query, vector, n, where, mode),
-            None,  # the hits running out say when the store does; a count costs ~9 ms at 100k
-            self.store,
-            k,
-            self.resolve_strategy(strategy),
-            query_vector=vector,
-            order=order,
-            count_tokens=self._token_counter(),
+        """One search with mode, strategy and query vector already resolved (once per call of
+        :meth:`search` / :meth:`search_many`, never again per read)."""
+        request = Request(mode, query, vector, where)
+        return find_passages(
+            request, k, self._sources(mode), strategy, order=order, count_tokens=self._token_counter()
         )
 
     def expand(

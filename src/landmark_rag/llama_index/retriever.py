@@ -35,7 +35,7 @@ from landmark_rag.index import LandmarkIndex
 from landmark_rag.llama_index.convert import HIDDEN_KEYS
 from landmark_rag.llama_index.sources import chroma_collection
 from landmark_rag.retrieve.fusion import FusionConfig, check_mode
-from landmark_rag.retrieve.hybrid import DENSE_SCORE, LEXICAL_SCORE
+from landmark_rag.retrieve.ranking import DENSE_SCORE, LEXICAL_SCORE
 from landmark_rag.store import ChromaSentenceStore, sentence_id
 from landmark_rag.types import Hit
 

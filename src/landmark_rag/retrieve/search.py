@@ -1,85 +1,82 @@
-"""Query -> sentence hits -> ``k`` expanded, non-overlapping passages (step 4 of the pipeline)."""
+"""Query -> sentence hits -> ``k`` expanded, non-overlapping passages (step 4 of the pipeline).
+
+The one "ask for more" loop of a search lives here, for every mode. A read
+(:func:`~landmark_rag.retrieve.ranking.read_best`) returns the best ``n`` visible hits and
+never tops itself up; this loop decides whether they are enough and, if not, reads again
+with twice as many. Two things can make them too few: hits of one document that expand into
+the same passage (``k`` hits often form fewer than ``k`` passages), and hits hidden because
+their document is being written. Both are answered the same way, so neither the store nor
+the fusion needs a loop of its own.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, Protocol
+from typing import Literal, TypeVar
 
-import numpy as np
-
-from landmark_rag.expand import SentenceSource, Strategy, expand_hits
+from landmark_rag.expand import Strategy, expand_hits
+from landmark_rag.retrieve.ranking import Ranked, Request, Sources, read_best
 from landmark_rag.types import Hit, Passage
 
-
-class SearchableSource(SentenceSource, Protocol):
-    """A sentence source that can also run a vector search (e.g. ``ChromaSentenceStore``)."""
-
-    def query(self, vector: np.ndarray, k: int, *, where: dict[str, Any] | None = None) -> list[Hit]: ...
-
-    def count_sentences(self) -> int: ...
+Order = Literal["score", "document"]
+T = TypeVar("T")
 
 
-def collect_passages(
-    fetch_hits: Callable[[int], list[Hit]],
-    total: int | None,
-    source: SentenceSource,
+def _read_until(request: Request, sources: Sources, n: int, form: Callable[[list[Hit]], list[T]], want: int) -> list[T]:
+    """``form`` of the hits of reads of ``n``, ``2n``, ``4n``, ... until it gives ``want``
+    items or the ranking runs out: the one loop (see the module docstring).
+
+    Asking again reads the ranking afresh rather than on from where the last read stopped:
+    a read is one or two Chroma calls whatever its size, and a hybrid read of more than
+    ``depth`` fuses deeper lists, which ranks differently.
+    """
+    while True:
+        ranked: Ranked = read_best(request, n, sources)
+        formed = form(ranked.hits)
+        if len(formed) >= want or ranked.exhausted:
+            return formed
+        n *= 2
+
+
+def find_hits(request: Request, n: int, sources: Sources) -> list[Hit]:
+    """The best ``n`` visible sentence hits for ``request``, before expansion (best first).
+
+    Scores are cosine (``dense``), BM25 (``lexical``) or the fused score (``hybrid``); fewer
+    than ``n`` only when the ranking runs out.
+    """
+    if n <= 0:
+        return []
+    return _read_until(request, sources, n, list, n)[:n]
+
+
+def find_passages(
+    request: Request,
     k: int,
-    strategy: Strategy | str = "front",
+    sources: Sources,
+    strategy: Strategy,
     *,
-    query_vector: np.ndarray | None = None,
-    order: Literal["score", "document"] = "score",
+    order: Order = "score",
     count_tokens: Callable[[str], int] | None = None,
 ) -> list[Passage]:
-    """Exactly ``k`` passages from best-first sentence hits (fewer only when ``total`` runs out).
+    """Exactly ``k`` passages for ``request`` (fewer only when the ranking runs out).
 
-    ``fetch_hits(n)`` returns the best ``n`` scored sentence hits for the query, whatever
-    produced them (a vector search, a lexical index, a fusion of both); ``total`` is how
-    many sentences exist, or ``None`` when unknown (a count can cost as much as the search:
-    the store running out shows as ``fetch_hits`` returning fewer than asked). Hits of one document often expand into the same passage, so
-    ``k`` hits can merge into fewer than ``k`` passages: more hits are asked for until the
-    best-first hits form ``k`` distinct, non-overlapping passages.
+    ``strategy`` is the expansion already chosen for this search (the caller resolves it
+    once). Each read's hits are expanded best first until they form ``k`` distinct,
+    non-overlapping passages; reading on never changes passages already formed, since lower
+    hits that would merge into them are not used (``expand_hits(max_passages=...)``).
     """
     if k <= 0:
         return []
-    limit = total if total is not None else float("inf")
-    n = int(min(limit, max(2 * k, 8)))
-    passages: list[Passage] = []
-    while n > 0:
-        hits = fetch_hits(n)
-        passages = expand_hits(
-            hits, source, strategy, query_vector=query_vector, count_tokens=count_tokens, max_passages=k
+
+    def expand(hits: list[Hit]) -> list[Passage]:
+        return expand_hits(
+            hits, sources.store, strategy, query_vector=request.vector, count_tokens=count_tokens, max_passages=k
         )
-        if len(passages) >= k or n >= limit or len(hits) < n:
-            break
-        n = int(min(limit, n * 2))
-    best = passages[:k]
+
+    best = _read_until(request, sources, max(2 * k, 8), expand, k)[:k]
     if order == "document":
         best.sort(key=lambda p: (p.doc_id, p.start))
     return best
 
 
-def search_passages(
-    query_vector: np.ndarray,
-    store: SearchableSource,
-    k: int = 4,
-    strategy: Strategy | str = "front",
-    *,
-    where: dict[str, Any] | None = None,
-    order: Literal["score", "document"] = "score",
-    count_tokens: Callable[[str], int] | None = None,
-) -> list[Passage]:
-    """Return exactly ``k`` passages (fewer only when the store runs out) for a query vector.
-
-    The vector-level entry point; :class:`landmark_rag.LandmarkIndex` is the text-level one
-    that also owns the encoder and the model's expansion.
-    """
-    return collect_passages(
-        lambda n: store.query(query_vector, n, where=where),
-        None,
-        store,
-        k,
-        strategy,
-        query_vector=query_vector,
-        order=order,
-        count_tokens=count_tokens,
-    )
+__all__ = ["Order", "find_hits", "find_passages"]

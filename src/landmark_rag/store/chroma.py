@@ -312,26 +312,33 @@ class ChromaSentenceStore:
 
     # ------------------------------------------------------------------ reading
     def query(self, vector: np.ndarray, k: int, *, where: dict[str, Any] | None = None) -> list[Hit]:
-        """Top-``k`` sentences by cosine similarity, only from completely stored documents."""
+        """The visible hits among the top-``k`` sentences by cosine similarity.
+
+        A plain read: fewer than ``k`` come back when some of the top ``k`` belong to a
+        document being written (or the store holds fewer); a search that needs more asks
+        again (``retrieve/search.py``).
+        """
+        return self.visible_hits(self.top(vector, k, where=where))
+
+    def top(self, vector: np.ndarray, n: int, *, where: dict[str, Any] | None = None) -> list[Hit]:
+        """The top-``n`` sentence records by cosine similarity, of every version (what a
+        framework's own search reads; :meth:`visible_hits` keeps what readers may see).
+
+        No ``count()`` first: Chroma returns fewer than ``n_results`` when it has fewer, so
+        fewer than ``n`` records means the store has no more; a count is a read of its own
+        on every query.
+        """
         self._io.fresh()
-        if k <= 0:
+        if n <= 0:
             return []
-        n = k
-        while True:
-            # no count() first: Chroma returns fewer than n_results when it has fewer, and a
-            # count is a read of its own on every query
-            got = self.collection.query(
-                query_embeddings=[np.asarray(vector, dtype=np.float32)], n_results=n, where=where,
-                include=["documents", "metadatas", "distances"],
-            )
-            hits = [
-                Hit(sentence_from_metadata(text or "", md), self._similarity(float(dist)), dict(md))
-                for text, md, dist in zip(got["documents"][0], got["metadatas"][0], got["distances"][0], strict=True)
-            ]
-            visible = self._manifest.visible(hits)
-            if len(visible) >= k or len(hits) < n:
-                return visible[:k]
-            n *= 2
+        got = self.collection.query(
+            query_embeddings=[np.asarray(vector, dtype=np.float32)], n_results=int(n), where=where,
+            include=["documents", "metadatas", "distances"],
+        )
+        return [
+            Hit(sentence_from_metadata(text or "", md), self._similarity(float(dist)), dict(md))
+            for text, md, dist in zip(got["documents"][0], got["metadatas"][0], got["distances"][0], strict=True)
+        ]
 
     def query_ids(self, vector: np.ndarray, n: int, *, where: dict[str, Any] | None = None) -> list[tuple[str, float]]:
         """Top-``n`` sentence keys ``doc_id:index`` with their cosine similarity, nothing else read.

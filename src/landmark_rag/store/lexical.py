@@ -382,20 +382,19 @@ class StoreLexicalIndex:
         """Top-``n`` sentences by BM25 as :class:`Hit` (score = BM25), visible ones only.
 
         Sentences sharing no term with the query are not hits, so fewer than ``n`` come back
-        when fewer match. ``where`` is applied by Chroma.
+        when fewer match. ``where`` is applied by Chroma. A plain read, like the store's
+        ``query``: a few more candidates than ``n`` are read so that a hidden one (a document
+        being written) rarely leaves it short; a search that needs more asks again
+        (``retrieve/search.py``).
         """
         if n <= 0:
             return []
-        for attempt in (0, 1):
+        cands = self.candidates(text, n + max(8, n // 4), where=where)
+        hits = self.store.hits_by_ids([i for i, _ in cands], [s for _, s in cands])
+        if self.stale(hits):  # the index was out of date and has re-synced: rank again
             cands = self.candidates(text, n + max(8, n // 4), where=where)
             hits = self.store.hits_by_ids([i for i, _ in cands], [s for _, s in cands])
-            if attempt == 0 and self.stale(hits):
-                continue
-            if len(hits) < n and len(cands) == n + max(8, n // 4):  # many invisible: read deeper
-                cands = self.candidates(text, 4 * n + 64, where=where)
-                hits = self.store.hits_by_ids([i for i, _ in cands], [s for _, s in cands])
-            return hits[:n]
-        return []  # pragma: no cover - the loop always returns
+        return hits[:n]
 
     def stale(self, hits: Sequence[Hit]) -> bool:
         """Whether a hit shows that the index is out of date; if so, re-syncs it.
