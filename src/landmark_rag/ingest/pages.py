@@ -24,7 +24,7 @@ from typing import Any
 
 from landmark_rag.extract import Extracted
 from landmark_rag.extract.result import join_page_texts
-from landmark_rag.ingest.sources import SourceDocument
+from landmark_rag.ingest.sources import SourceDocument, no_text_error
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,9 @@ def join_pages(pages: Sequence[Page], conflict: Callable[[str], str] = _conflict
     docstring for the rule). ``conflict(doc_id)``: the message of the ``ValueError`` for two
     different pageless texts under one id (each adapter names its own id rule)."""
     groups: dict[str, list[Page]] = {}
-    for page in pages:
+    for i, page in enumerate(pages):
+        if page.number is None and page.label is None and not page.text.strip():
+            raise no_text_error(i, page.doc_id)  # a blank page of a paged document is fine
         groups.setdefault(page.doc_id, []).append(page)
     return [_document(doc_id, group, conflict) for doc_id, group in groups.items()]
 

@@ -115,6 +115,15 @@ def unique_files(files: Sequence[SourceFile]) -> tuple[list[SourceFile], list[Fi
     return unique, duplicates
 
 
+def no_text_error(position: int, doc_id: str) -> ValueError:
+    """The refusal of a document without a word, raised before anything is written: it would
+    store no sentence, so it could never be found, and a caller should hear so at once."""
+    return ValueError(
+        f"document {position} (id {doc_id!r}) has no text: a document without sentences cannot be "
+        "retrieved; drop empty documents before adding (nothing was written)"
+    )
+
+
 def text_documents(
     texts: Sequence[str],
     ids: Sequence[str | None] | None = None,
@@ -135,10 +144,7 @@ def text_documents(
     documents: dict[str, SourceDocument] = {}
     for i, (doc_id, text) in enumerate(zip(doc_ids, texts, strict=True)):
         if not text.strip():
-            raise ValueError(
-                f"document {i} (id {doc_id!r}) has no text: a document without sentences cannot be "
-                "retrieved; drop empty documents before adding (nothing was written)"
-            )
+            raise no_text_error(i, doc_id)
         if doc_id in documents:
             if documents[doc_id].text != text:
                 raise ValueError(f"two different texts have the id {doc_id!r}; give each a distinct id")
