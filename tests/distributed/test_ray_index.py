@@ -153,6 +153,9 @@ def test_cli_unchanged_rerun_encodes_nothing(ray_session, chroma_url: str, corpu
     assert not any(r.get("dirty") for r in store.documents(include_incomplete=True).values())
 
 
+# slow: the skip rule is the shared write path's (tests/ingest, tests/cli cover it in one process);
+# this checks the Ray run reaches it, at the cost of two more Ray runs
+@pytest.mark.slow
 def test_changed_file_reencodes_only_that_file(ray_session, chroma_url: str, corpus: Path) -> None:
     """One changed file, and one document an earlier run left unfinished: exactly those two."""
     path = corpus / "prime_number.md"
