@@ -8,6 +8,7 @@ writes rather than a hand-made approximation. ``conftest.py`` serves them as fix
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
@@ -163,3 +164,20 @@ and solvents dissolve the seals that keep the dust out.<br>Never use oil on the 
 <script>console.log("var tracking done");</script>
 </body></html>
 """
+
+
+#: Three pages of one text, a sentence running from page 1 onto page 2: what a PDF loader's
+#: per-page documents of one file look like, for both frameworks' page-joining tests.
+RIVER_PAGES = [
+    ["The survey began in the western valley.", "Teams mapped every stream and spring.",
+     "The river bends twice below the old mill and the"],
+    ["ferry crossing, where the water is deepest.", "A stone bridge replaced the ferry in 1902.",
+     "The bridge has seven arches."],
+    ["Salmon return to the upper river every autumn.", "Anglers need a permit from the county office."],
+]
+
+
+def write_river_pdf(folder: Path) -> Path:
+    path = folder / "river.pdf"
+    path.write_bytes(build_pdf(RIVER_PAGES))
+    return path

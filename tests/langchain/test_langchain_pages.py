@@ -20,20 +20,10 @@ from landmark_rag.extract import extract
 from landmark_rag.langchain import LandmarkEmbeddings, LandmarkRetriever, LandmarkTextSplitter
 from tests.extract import documents
 
-PAGES = [
-    ["The survey began in the western valley.", "Teams mapped every stream and spring.",
-     "The river bends twice below the old mill and the"],
-    ["ferry crossing, where the water is deepest.", "A stone bridge replaced the ferry in 1902.",
-     "The bridge has seven arches."],
-    ["Salmon return to the upper river every autumn.", "Anglers need a permit from the county office."],
-]
-
 
 @pytest.fixture(scope="module")
 def pdf(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("pdf") / "river.pdf"
-    path.write_bytes(documents.build_pdf(PAGES))
-    return path
+    return documents.write_river_pdf(tmp_path_factory.mktemp("pdf"))
 
 
 def loader_pages(path: Path) -> list[Document]:

@@ -26,14 +26,11 @@ from landmark_rag.extract import extract
 from landmark_rag.llama_index import LandmarkEmbedding, LandmarkNodeParser, ReplaceDocuments
 from landmark_rag.store import ChromaSentenceStore
 from tests.extract import documents
-from tests.langchain.test_langchain_pages import PAGES
 
 
 @pytest.fixture(scope="module")
 def pdf(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("pdf") / "river.pdf"
-    path.write_bytes(documents.build_pdf(PAGES))
-    return path
+    return documents.write_river_pdf(tmp_path_factory.mktemp("pdf"))
 
 
 def reader_pages(path: Path) -> list[Document]:
