@@ -1,7 +1,7 @@
 """The warning for landmark pooling on a model that was never trained for it.
 
 Why: a plain embedding model has never seen a landmark token. Pooled at one, it retrieves
-far worse than the same model embedding each sentence alone (docs/model_card.md), so asking
+far worse than the same model embedding each sentence alone (docs/experiments/models-v1.md), so asking
 for it silently would look like a broken package.
 
 A model counts as trained for landmark pooling when its own ``landmark_config.json`` (model
@@ -36,7 +36,7 @@ def warn_untrained_landmark(model_name: str, *, stacklevel: int = 3) -> bool:
         f"{model_name!r} is loaded with pooling='landmark' but was not trained for it (no "
         "landmark_config.json of its own says pooling: landmark). An untrained landmark retrieves "
         "far worse than each sentence alone: gold-sentence R@1 about 0.06 vs about 0.6 for "
-        "all-MiniLM-L6-v2 (docs/model_card.md). Train it first (`landmark-rag train --base ...`, "
+        "all-MiniLM-L6-v2 (docs/experiments/models-v1.md). Train it first (`landmark-rag train --base ...`, "
         "docs/training.md), or load it without pooling='landmark' to embed each sentence alone.",
         UntrainedLandmarkWarning,
         stacklevel=stacklevel,

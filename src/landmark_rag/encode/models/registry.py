@@ -8,9 +8,10 @@ model, and the config a plain model gets. It depends on nothing of the package b
 can all ask it without importing each other.
 
 The default trained model is ``landmark-minilm``: a LoRA adapter (a few MB) over
-all-MiniLM-L6-v2, whose base weights come from their own pip package. It is the default because it beats embedding each sentence alone on held-out articles
-(docs/model_card.md). If the adapter directory is missing (a trimmed install), the default
-falls back to the plain model used per sentence, which is never worse than untrained
+all-MiniLM-L6-v2, whose base weights come from their own pip package. It is the default
+because it beats embedding each sentence alone on held-out articles (docs/model_card.md).
+If the adapter directory is missing (a trimmed install), the default falls back to the
+plain model used per sentence, which is never worse than untrained
 in-context pooling.
 """
 
@@ -150,7 +151,7 @@ def resolve(model: str | os.PathLike[str]) -> ModelSource:
 
 
 #: The plain base model; per-sentence embedding is the honest untrained baseline (it retrieves
-#: better than an untrained landmark or in-context mean pooling: docs/model_card.md).
+#: better than an untrained landmark or in-context mean pooling: docs/experiments/models-v1.md).
 BASE_MODEL = "all-MiniLM-L6-v2"
 
 #: Trained models that ship inside the package, by name.
