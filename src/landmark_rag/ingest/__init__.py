@@ -8,7 +8,7 @@ a framework loader's pages of one file become one document. ``LandmarkIndex.add_
 ``add_files``, the CLI's ``index`` and the Ray workers all run through it.
 """
 
-from landmark_rag.ingest.decode import BadFileError, decode_bytes, decode_text, read_document, read_extracted
+from landmark_rag.ingest.decode import BadFileError, decode_bytes, decode_text, read_document
 from landmark_rag.ingest.discover import FileSet, SkippedPath, SourceFile, UnusablePathError, discover_files, find_files
 from landmark_rag.ingest.pages import Page, join_pages, shared_metadata
 from landmark_rag.ingest.report import FileOutcome, IndexReport, StoreFailedError
@@ -26,8 +26,8 @@ from landmark_rag.ingest.sources import (
 from landmark_rag.ingest.write import (
     GROUP_TOKENS,
     DocumentEncoder,
-    StoreState,
     StoredDocument,
+    StoreState,
     encoder_batch_size,
     finish_unchanged,
     is_unchanged,
@@ -66,7 +66,6 @@ __all__ = [
     "join_pages",
     "prune_missing",
     "read_document",
-    "read_extracted",
     "read_file",
     "readable_files",
     "row_document",

@@ -11,20 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from landmark_rag.extract import Extracted, extract
+from landmark_rag.extract import extract
 from landmark_rag.extract.errors import BadFileError
 from landmark_rag.extract.text import SNIFF_BYTES, decode_bytes
 
 
-def read_extracted(path: str | Path) -> Extracted:
-    """Read one file into its text with pages and headings (:func:`landmark_rag.extract.extract`);
-    a file that is none (binary, scanned, encrypted, damaged, unreadable) is ``BadFileError``."""
-    return extract(path)
-
-
 def read_document(path: str | Path) -> str:
-    """The document text of one file (:func:`read_extracted`); failures are ``BadFileError``."""
-    return read_extracted(path).text
+    """The document text of one file (:func:`landmark_rag.extract.extract`, which also gives
+    its pages and headings); a file that is none is ``BadFileError``."""
+    return extract(path).text
 
 
 def decode_text(value: Any) -> str:
@@ -41,4 +36,4 @@ def decode_text(value: Any) -> str:
     return value
 
 
-__all__ = ["SNIFF_BYTES", "BadFileError", "decode_bytes", "decode_text", "read_document", "read_extracted"]
+__all__ = ["SNIFF_BYTES", "BadFileError", "decode_bytes", "decode_text", "read_document"]

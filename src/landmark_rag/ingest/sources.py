@@ -13,8 +13,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from landmark_rag.extract import Extracted
-from landmark_rag.ingest.decode import BadFileError, decode_text, read_extracted
+from landmark_rag.extract import Extracted, extract
+from landmark_rag.ingest.decode import BadFileError, decode_text
 from landmark_rag.ingest.discover import FileSet, SourceFile
 from landmark_rag.ingest.report import FileOutcome
 from landmark_rag.store import content_hash
@@ -72,7 +72,7 @@ def file_metadata(file: SourceFile) -> dict[str, Any]:
 def read_file(file: SourceFile) -> SourceDocument | FileOutcome:
     """A file as a document, or a ``skipped`` outcome saying why it is none."""
     try:
-        extracted = read_extracted(file.path)
+        extracted = extract(file.path)
     except BadFileError as exc:
         return FileOutcome(file.doc_id, str(file.path), "skipped", exc.reason)
     # the same string object twice: a pickled document (Ray) carries its text once
