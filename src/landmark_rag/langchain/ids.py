@@ -75,9 +75,3 @@ def source_documents(
         raise ValueError(f"got {len(ids)} ids for {len(documents)} documents")
     pages = [document_page(d, str(ids[i]) if ids is not None and ids[i] else None) for i, d in enumerate(documents)]
     return join_pages(pages, _conflict), [p.doc_id for p in pages]
-
-
-def resolve_doc_ids(documents: Sequence[Document], ids: Sequence[str] | None = None) -> list[str]:
-    """Ids for a batch: explicit ``ids`` win, else the rule in this module's docstring
-    (``ValueError`` as :func:`source_documents`)."""
-    return source_documents(documents, ids)[1]
