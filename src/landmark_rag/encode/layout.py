@@ -101,6 +101,12 @@ class Layout:
         )
 
     @property
+    def left_context_only(self) -> bool:
+        """Whether a sentence sees only what precedes it: a causal model, or sentence-causal
+        landmarks (``encode.attention``); windows are then planned for left context."""
+        return self.causal or self.landmark_attention == "causal"
+
+    @property
     def isolated_landmarks(self) -> IsolatedLandmarks | None:
         """``(landmark id, mode, span)`` when landmarks are isolated (``landmark_attention``
         ``isolated``/``prefix``/``causal``, ``encode.attention``), ``None`` for full attention.
@@ -147,9 +153,7 @@ class Layout:
         landmark = self.pooling is Pooling.LANDMARK
         lmk = np.asarray([self.lmk_id], dtype=np.int64)
         lengths = [len(t) + (1 if landmark else 0) for t in toks]
-        # sentence-causal landmarks (encode.attention) see only what precedes them, like a causal model
-        left_only = self.causal or self.landmark_attention == "causal"
-        windows, assigned = plan_windows(lengths, self.budget, self.overlap, left_only)
+        windows, assigned = plan_windows(lengths, self.budget, self.overlap, self.left_context_only)
         jobs = []
         for w, (a, b) in enumerate(windows):
             parts = [prefix]

@@ -98,48 +98,33 @@ class LongDocBuilder:
             self._plans[a] = (windows, assigned.tolist())
         return self._plans[a]
 
-    def _inference_example(self, a: int, rng: random.Random) -> TrainExample:
-        """A question and the inference window its answer's last sentence is pooled from, with
-        the other questions whose answers end in that window (spans cut at the window start)."""
+    def example(self, a: int, rng: random.Random) -> TrainExample:
         art = self.articles[a]
-        windows, assigned = self._plan(a)
+        if not art.questions:  # plain text, distillation only: a window around any sentence
+            i = rng.randrange(len(art.sentences))
+            lo, hi = self._window(a, [i], rng)
+            return self._windowed(a, lo, hi, [])
         q0 = rng.randrange(len(art.questions))
-        w = assigned[self.spans[a][q0][-1]]
-        lo, hi = windows[w]
-        others = [j for j, s in enumerate(self.spans[a]) if assigned[s[-1]] == w and j != q0]
+        if self.inference_overlap is not None:
+            # the inference window q0's answer is pooled from, and the questions whose answers
+            # are pooled from it too (their spans cut at the window's start)
+            windows, assigned = self._plan(a)
+            w = assigned[self.spans[a][q0][-1]]
+            lo, hi = windows[w]
+            others = [j for j, s in enumerate(self.spans[a]) if assigned[s[-1]] == w and j != q0]
+        else:
+            lo, hi = self._window(a, self.spans[a][q0], rng)
+            others = [j for j, s in enumerate(self.spans[a]) if s[0] >= lo and s[-1] < hi and j != q0]
         rng.shuffle(others)
-        chosen = [q0, *others[: self.queries_per_example - 1]]
+        return self._windowed(a, lo, hi, [q0, *others[: self.queries_per_example - 1]])
+
+    def _windowed(self, a: int, lo: int, hi: int, chosen: list[int]) -> TrainExample:
+        """Sentences ``lo:hi`` of article ``a`` with the ``chosen`` questions and their spans."""
+        art = self.articles[a]
         return TrainExample(
             units=[s.text for s in art.sentences[lo:hi]],
             queries=[art.questions[j].text for j in chosen],
             spans=[[i - lo for i in self.spans[a][j] if i >= lo] for j in chosen],
-            doc_id=f"{art.title}[{lo}:{hi}]",
-            spaces=["", *(s.space_before for s in art.sentences[lo + 1 : hi])],
-        )
-
-    def example(self, a: int, rng: random.Random) -> TrainExample:
-        art = self.articles[a]
-        if art.questions and self.inference_overlap is not None:
-            return self._inference_example(a, rng)
-        if not art.questions:  # plain text, distillation only: a window around any sentence
-            i = rng.randrange(len(art.sentences))
-            lo, hi = self._window(a, [i], rng)
-            return TrainExample(
-                units=[s.text for s in art.sentences[lo:hi]],
-                queries=[],
-                spans=[],
-                doc_id=f"{art.title}[{lo}:{hi}]",
-                spaces=["", *(s.space_before for s in art.sentences[lo + 1 : hi])],
-            )
-        q0 = rng.randrange(len(art.questions))
-        lo, hi = self._window(a, self.spans[a][q0], rng)
-        inside = [j for j, s in enumerate(self.spans[a]) if s[0] >= lo and s[-1] < hi and j != q0]
-        rng.shuffle(inside)
-        chosen = [q0, *inside[: self.queries_per_example - 1]]
-        return TrainExample(
-            units=[s.text for s in art.sentences[lo:hi]],
-            queries=[art.questions[j].text for j in chosen],
-            spans=[[i - lo for i in self.spans[a][j]] for j in chosen],
             doc_id=f"{art.title}[{lo}:{hi}]",
             spaces=["", *(s.space_before for s in art.sentences[lo + 1 : hi])],
         )

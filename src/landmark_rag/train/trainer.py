@@ -460,7 +460,7 @@ def _longdoc_context(trainer: Trainer) -> dict[str, Any]:
         "span_context": trainer.config.span_context,
         "landmark_tokens": 1 if layout.pooling is Pooling.LANDMARK else 0,
         "inference_overlap": trainer.config.window_overlap,
-        "causal": layout.causal or layout.landmark_attention == "causal",
+        "causal": layout.left_context_only,
     }
 
 
