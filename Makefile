@@ -14,6 +14,9 @@ TORCH ?= torch==2.13.0
 TORCH_INDEX_URL ?=
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.landmark-rag-installed
+# test processes (pytest-xdist; each test file runs whole in one of them); 0 runs in this process
+TEST_WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -q -rs $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 .PHONY: demo test test-slow install clean-venv
 
@@ -32,10 +35,10 @@ demo: $(STAMP)
 	$(BIN)/landmark-rag demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -rs
+	$(PYTEST)
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -q -rs -m slow
+	$(PYTEST) -m slow
 
 clean-venv:
 	rm -rf $(VENV)

@@ -22,10 +22,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-import torch
 
-from landmark_rag import LandmarkEncoder
-from landmark_rag.datasets import read_squad
+# `make test` runs two test processes side by side (pytest-xdist): OpenMP threads that spin
+# while they wait would take the other process's cores. Set before torch loads, as
+# `import landmark_rag` would (encode/runtime/omp.py); subprocesses inherit it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch  # noqa: E402
+
+from landmark_rag import LandmarkEncoder  # noqa: E402
+from landmark_rag.datasets import read_squad  # noqa: E402
 
 # The CLI writes an ONNX export of the query model into the user's cache after indexing
 # (encode/export/onnx_query.py). Tests stay on the torch path and out of ~/.cache unless they opt in
@@ -39,6 +45,16 @@ os.environ.setdefault("LANDMARK_RAG_ONNX", "0")
 os.environ.setdefault("LANDMARK_RAG_CPU_BF16", "0")
 
 TESTS = Path(__file__).resolve().parent
+#: Folders whose files start first: they wait on Ray, servers and subprocesses for minutes, so
+#: under pytest-xdist (files handed out in collection order) the other process fills that time.
+START_FIRST = ("distributed", "reliability")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def first(item: pytest.Item) -> bool:
+        return Path(str(item.path)).resolve().relative_to(TESTS).parts[0] in START_FIRST
+
+    items.sort(key=lambda item: not first(item))  # stable: file and test order kept otherwise
 REPO = TESTS.parent
 EXCERPT = TESTS / "data" / "squad_excerpt.json"
 SQUAD_DATA = REPO / "data" / "squad-v1.1-dev-part-a.json"
