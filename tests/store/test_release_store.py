@@ -100,3 +100,25 @@ def test_a_new_store_gets_the_current_default_and_the_release_store_keeps_its_ow
     assert packaged_version("landmark-minilm", old_fp) == "landmark-minilm-v1"
     assert packaged_version("landmark-minilm", new_fp) == "landmark-minilm"
     assert packaged_version("landmark-minilm", "0" * 16) is None
+
+
+@pytest.mark.parametrize("name, release", [
+    (name, release) for name, releases in __import__(
+        "landmark_rag.encode.models.registry", fromlist=["PREVIOUS_VERSIONS"]
+    ).PREVIOUS_VERSIONS.items() for release in releases
+])
+def test_every_kept_release_ships_and_is_found_by_its_weights(name: str, release: str) -> None:
+    """Each retrained packaged model keeps its earlier release: installed, with other weights
+    than the current one, and the release a store with those weights loads."""
+    from landmark_rag.encode.models.fingerprint import weights_fingerprint
+    from landmark_rag.encode.models.loading import _locate, packaged_version
+    from landmark_rag.encode.models.registry import packaged_model, resolve
+
+    assert packaged_model(release) is not None
+    fingerprints = {}
+    for candidate in (name, release):
+        path, adapter_dir, _ = _locate(resolve(candidate))
+        fingerprints[candidate] = weights_fingerprint([path, adapter_dir])
+    assert fingerprints[name] != fingerprints[release]
+    assert packaged_version(name, fingerprints[release]) == release
+    assert packaged_version(name, fingerprints[name]) == name
