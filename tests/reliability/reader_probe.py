@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +52,12 @@ def observe(store: ChromaSentenceStore) -> dict:
     return {"texts": texts, "hits": len(hits)}
 
 
+def _where(exc: BaseException) -> str:
+    """The innermost frames of ``exc``: a race that fails rarely must say where it failed."""
+    frames = traceback.extract_tb(exc.__traceback__)[-3:]
+    return " <- ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(frames))
+
+
 def main() -> None:
     db, stop_file, new_doc = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
     if "--no-refresh" in sys.argv[4:]:
@@ -65,7 +72,7 @@ def main() -> None:
             print(json.dumps({"texts": view["texts"]}), flush=True)
             n += 1
         except Exception as exc:  # noqa: BLE001 - reported to the test
-            errors.append(f"{type(exc).__name__}: {exc}")
+            errors.append(f"{type(exc).__name__}: {exc} (at {_where(exc)})")
         time.sleep(0.1)
     report: dict = {"observations": n, "errors": errors, "final": None, "new_doc_found": False}
     try:

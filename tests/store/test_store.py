@@ -49,6 +49,33 @@ def test_records_by_id_reads_what_a_framework_holds(store):
     assert store.records_by_id([]) == []
 
 
+def test_record_deleted_mid_search_is_dropped_not_an_error(store, monkeypatch):
+    """Chroma reads a query's rows after its vector search; a record another process deletes
+    in between (a replaced version) comes back with no metadata and no text. A reader that
+    failed there was seen under load; the search drops the row, as for a hidden version."""
+    a, b = encode(DOC_A, "a", 1), encode(DOC_B, "b", 2)
+    store.add_document(a)
+    store.add_document(b)
+    deleted = store.sentence_records("a", [2])[2][0]
+    collection_type = type(store.collection)
+    chroma_query = collection_type.query
+
+    def query_racing_a_delete(self, *args, **kwargs):
+        got = chroma_query(self, *args, **kwargs)
+        for j, rid in enumerate(got["ids"][0]):
+            if rid == deleted:
+                got["metadatas"][0][j] = None
+                got["documents"][0][j] = None
+        return got
+
+    monkeypatch.setattr(collection_type, "query", query_racing_a_delete)
+    hits = store.query(a.embeddings[2], 3)
+    assert ("a", 2) not in {(h.sentence.doc_id, h.sentence.index) for h in hits}
+    assert len(hits) == 2 and all(h.sentence.text for h in hits)
+    monkeypatch.undo()
+    assert store.query(a.embeddings[2], 1)[0].sentence == a.sentences[2]  # nothing was lost
+
+
 def test_reingest_shrunk_document_leaves_nothing_stale(store):
     store.add_document(encode(DOC_A + " Extra one. Extra two.", "a"))
     assert store.count_sentences() == 6

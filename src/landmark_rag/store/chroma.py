@@ -335,9 +335,14 @@ class ChromaSentenceStore:
             query_embeddings=[np.asarray(vector, dtype=np.float32)], n_results=int(n), where=where,
             include=["documents", "metadatas", "distances"],
         )
+        # A record that another process deletes between Chroma's vector search and its read
+        # of the rows comes back with no metadata. Only records readers no longer see are
+        # deleted (a replaced version, a removed document), so it is dropped like a hidden
+        # one (a search in that instant may return one hit fewer; it must never fail).
         return [
             Hit(sentence_from_metadata(text or "", md), self._similarity(float(dist)), dict(md))
             for text, md, dist in zip(got["documents"][0], got["metadatas"][0], got["distances"][0], strict=True)
+            if md is not None
         ]
 
     def query_ids(self, vector: np.ndarray, n: int, *, where: dict[str, Any] | None = None) -> list[tuple[str, float]]:
