@@ -22,10 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from landmark_rag.evaluation.corpus import build_corpus
+from landmark_rag.evaluation.corpus import Corpus, build_corpus
 from landmark_rag.evaluation.data import load_squad
 from landmark_rag.evaluation.runner import evaluate_system
 from landmark_rag.evaluation.systems import Workspace, make_system
+from landmark_rag.evaluation.systems.base import IndexStats
 from landmark_rag.evaluation.systems.hybrid import HybridSystem
 from landmark_rag.evaluation.systems.landmark import LandmarkSystem
 from landmark_rag.retrieve.fusion import FusionConfig, fuse_arrays
@@ -41,16 +42,19 @@ class NeighbourLexical(HybridSystem):
         super().__init__(fusion)
         self.before, self.after = before, after
 
+    def build(self, corpus: Corpus, workspace: Workspace) -> IndexStats:
+        doc = corpus.sent_doc  # which neighbours lie in the same document
+        self.same_prev = np.r_[False, doc[1:] == doc[:-1]]
+        self.same_next = np.r_[doc[:-1] == doc[1:], False]
+        return super().build(corpus, workspace)
+
     def scores(self, queries: Sequence[str]) -> np.ndarray:
         dense = LandmarkSystem.scores(self, queries)
-        doc = self.corpus.sent_doc
-        same_prev = np.r_[False, doc[1:] == doc[:-1]]
-        same_next = np.r_[doc[:-1] == doc[1:], False]
         out = np.empty_like(dense)
         for i, q in enumerate(queries):
             lex = self.lexical.scores(self.analyze(q)).astype(np.float32)
-            prev = np.where(same_prev, np.r_[0.0, lex[:-1]], 0.0)
-            nxt = np.where(same_next, np.r_[lex[1:], 0.0], 0.0)
+            prev = np.where(self.same_prev, np.r_[0.0, lex[:-1]], 0.0)
+            nxt = np.where(self.same_next, np.r_[lex[1:], 0.0], 0.0)
             out[i] = fuse_arrays(dense[i], lex + self.before * prev + self.after * nxt, self.fusion)
         return out
 
