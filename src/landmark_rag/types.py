@@ -42,12 +42,18 @@ class Sentence:
 
 @dataclass(slots=True)
 class EncodedDocument:
-    """A document's sentences and one L2-normalised float32 vector per sentence."""
+    """A document's sentences and one L2-normalised float32 vector per sentence.
+
+    ``tokens``: the text tokens the encoder read for it (its sentences as tokenised, no
+    special tokens), which a caller reporting tokens/s can take instead of tokenising the
+    document again; ``None`` when not known.
+    """
 
     text: str
     sentences: list[Sentence]
     embeddings: np.ndarray  # float32 [n_sentences, dim]
     doc_id: str | None = None
+    tokens: int | None = None
 
     def __len__(self) -> int:
         return len(self.sentences)

@@ -25,8 +25,10 @@ def test_two_workers_give_the_vectors_of_one() -> None:
     two = enc.encode_documents(texts, batch_size=2)
     assert torch.get_num_threads() == threads
     assert [len(d) for d in one] == [len(d) for d in two] and len(one[0]) > 40
+    # the same kernels on fewer threads each: equal up to the order of float sums inside them
+    # (bit-equal on some hosts, not on others, e.g. a 16-core one)
     for a, b in zip(one, two, strict=True):
-        np.testing.assert_array_equal(a.embeddings, b.embeddings)
+        np.testing.assert_allclose(a.embeddings, b.embeddings, rtol=0, atol=1e-6)
 
 
 def test_run_batches_runs_each_once_and_raises_the_first_error() -> None:

@@ -18,13 +18,14 @@ from landmark_rag.encode.config import LandmarkConfig, Pooling
 from landmark_rag.encode.layout import Job, Layout, token_id
 from landmark_rag.encode.models.fingerprint import weights_fingerprint
 from landmark_rag.encode.models.loading import load_pretrained
-from landmark_rag.encode.pooling import last_hidden, pad_batch, pool
+from landmark_rag.encode.pooling import last_hidden, pool_gathered
 from landmark_rag.encode.runtime.malloc import pin_mmap_threshold
-from landmark_rag.encode.runtime.parallel import auto_workers, run_batches
+from landmark_rag.encode.runtime.parallel import Prefetch, auto_workers, run_batches
 from landmark_rag.encode.runtime.precision import autocast
 from landmark_rag.encode.untrained import warn_untrained_landmark
 from landmark_rag.progress import bar_options
 from landmark_rag.segment import Segmenter, segment_sentences
+from landmark_rag.segment.segment import segment_with_ids
 from landmark_rag.types import EncodedDocument, Sentence
 
 logger = logging.getLogger(__name__)
@@ -205,9 +206,14 @@ class LandmarkEncoder:
 
     # ------------------------------------------------------------------ segmentation
     def segment(self, text: str, doc_id: str | None = None, segmenter: Segmenter | None = None) -> list[Sentence]:
-        """Sentences as this encoder sees them: long sentences cut to fit a window."""
+        """Sentences as this encoder sees them: long sentences cut to fit a window.
+
+        Each sentence is measured as the layout tokenises it (with the whitespace before it
+        for a causal model), and its ids are kept (``encode.tokens``): encoding these same
+        sentences later, e.g. a framework's sentence nodes, does not tokenise them again."""
         return segment_sentences(
-            text, segmenter=segmenter, doc_id=doc_id, max_tokens=self.max_sentence_tokens, tokenizer=self.tokenizer
+            text, segmenter=segmenter, doc_id=doc_id, max_tokens=self.max_sentence_tokens, tokenizer=self.tokenizer,
+            space_before=self.causal,
         )
 
     # ------------------------------------------------------------------ documents
@@ -255,78 +261,121 @@ class LandmarkEncoder:
         given = list(sentences) if sentences is not None else [None] * n
         if len(doc_ids) != n or len(given) != n:
             raise ValueError("texts, doc_ids and sentences must have the same length")
+        if batch_tokens is None and self.device.type == "cuda":
+            batch_tokens = self.auto_batch_tokens()
+        group_tokens = max(_GROUP_TOKENS, batch_tokens or 0)
         results: list[EncodedDocument] = []
         bar = tqdm(total=n, desc="encoding", unit="doc", **bar_options(show_progress))
         t0, tokens_done = time.perf_counter(), 0
         docs = (self._prepare(*doc, segmenter) for doc in zip(texts, doc_ids, given, strict=True))
-        for group, tokens in _groups(docs):
-            results.extend(self._encode_group(group, batch_size, batch_tokens))
-            tokens_done += tokens
-            # postfix first without a redraw: the update draws it, and only once the bar is due
-            bar.set_postfix(tokens_per_s=f"{tokens_done / max(time.perf_counter() - t0, 1e-9):,.0f}", refresh=False)
-            bar.update(len(group))
+        # group n + 1 is segmented, tokenised, planned and padded on a producer thread while
+        # group n runs on the device (``Prefetch``: order kept, errors raised where they occur)
+        planned = (self._plan_group(group, tokens, batch_size, batch_tokens) for group, tokens in _groups(docs, group_tokens))
+        with Prefetch(planned, depth=1) as groups:
+            for plan in groups:
+                results.extend(self._encode_group(plan))
+                tokens_done += plan.tokens
+                # postfix first without a redraw: the update draws it, and only once the bar is due
+                bar.set_postfix(tokens_per_s=f"{tokens_done / max(time.perf_counter() - t0, 1e-9):,.0f}", refresh=False)
+                bar.update(len(plan.docs))
         bar.close()
         return results
+
+    def auto_batch_tokens(self) -> int:
+        """Padded tokens per batch on a CUDA device when the caller gives no ``batch_tokens``.
+
+        The rule: a quarter of the device's free memory, divided by an upper estimate of
+        what one token of a window holds at once in a forward pass (fp32-sized: 12 hidden
+        vectors, 2 feed-forward intermediates, and one row of attention scores per head for
+        a model without memory-efficient attention), between one window and ``1 << 18``
+        tokens (beyond that a batch gets no faster per token). A batch that still runs out of
+        memory is retried in halves."""
+        cfg = self.model.config
+        hidden = int(getattr(cfg, "hidden_size", 1024))
+        inter = int(getattr(cfg, "intermediate_size", None) or 4 * hidden)
+        heads = int(getattr(cfg, "num_attention_heads", 16))
+        per_token = 4 * (12 * hidden + 2 * inter + heads * self.max_length)
+        free, _total = torch.cuda.mem_get_info(self.device)
+        return int(min(max(free // 4 // per_token, self.max_length), 1 << 18))
 
     def _prepare(
         self, text: str, doc_id: str | None, sentences: Sequence[Sentence] | None, segmenter: Segmenter | None
     ) -> _Document:
-        """A document's sentences (given, or segmented here) and their token ids."""
+        """A document's sentences (given, or segmented here) and their token ids: segmentation
+        measures each sentence as the layout tokenises it, so its ids are the layout's."""
         if not isinstance(text, str):
             raise TypeError(f"document texts must be str, got {type(text).__name__}")
-        sents = (
-            [s if s.doc_id == doc_id else s.with_doc_id(doc_id) for s in sentences]
-            if sentences is not None
-            else self.segment(text, doc_id, segmenter)
+        if sentences is not None:
+            sents = [s if s.doc_id == doc_id else s.with_doc_id(doc_id) for s in sentences]
+            _check_sentences(text, sents)
+            toks = self.layout.tokenize_sentences([s.text for s in sents], [s.space_before for s in sents])
+            return _Document(text, doc_id, sents, toks, sum(len(t) for t in toks))
+        sents, ids = segment_with_ids(
+            text, segmenter=segmenter, doc_id=doc_id, max_tokens=self.max_sentence_tokens, tokenizer=self.tokenizer,
+            space_before=self.causal,
         )
         _check_sentences(text, sents)
-        toks = self.layout.tokenize_sentences([s.text for s in sents], [s.space_before for s in sents])
-        return _Document(text, doc_id, sents, toks)
+        return _Document(text, doc_id, sents, self.layout.cap_ids(ids or []), sum(len(x) for x in ids or []))
 
-    def _encode_group(
-        self, group: list[_Document], batch_size: int, batch_tokens: int | None = None
-    ) -> list[EncodedDocument]:
+    def _plan_group(
+        self, group: list[_Document], tokens: int, batch_size: int, batch_tokens: int | None
+    ) -> _GroupPlan:
+        """A group's windows, sorted by length, cut into batches and padded (the host work)."""
         jobs: list[Job] = []
         for d, doc in enumerate(group):
             jobs.extend(self.layout.document_jobs(doc.toks, d))
-        outs = [np.zeros((len(doc.sentences), self.dim), dtype=np.float32) for doc in group]
-        self._run_jobs(jobs, batch_size, outs, self.layout.pooling.reduction, documents=True, batch_tokens=batch_tokens)
+        return _GroupPlan(group, tokens, self._pack_jobs(jobs, batch_size, batch_tokens))
+
+    def _pack_jobs(self, jobs: list[Job], batch_size: int, batch_tokens: int | None) -> list[_Packed]:
+        order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))  # minimal padding
+        pin = self.device.type == "cuda"
+        return [_pack(batch, self.pad_id, pin) for batch in _batches(order, jobs, batch_size, batch_tokens)]
+
+    def _encode_group(self, plan: _GroupPlan) -> list[EncodedDocument]:
+        outs = [np.zeros((len(doc.sentences), self.dim), dtype=np.float32) for doc in plan.docs]
+        self._run_packed(plan.batches, outs, self.layout.pooling.reduction, documents=True)
         return [
-            EncodedDocument(text=doc.text, sentences=doc.sentences, embeddings=_normalise(out), doc_id=doc.doc_id)
-            for doc, out in zip(group, outs, strict=True)
+            EncodedDocument(text=doc.text, sentences=doc.sentences, embeddings=out, doc_id=doc.doc_id, tokens=doc.tokens)
+            for doc, out in zip(plan.docs, outs, strict=True)
         ]
 
     def _run_jobs(
         self, jobs: list[Job], batch_size: int, outs: list[np.ndarray], mode: Pooling, show_progress: bool = False,
         documents: bool = False, batch_tokens: int | None = None,
     ) -> None:
-        order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))  # minimal padding
-        batches = _batches(order, jobs, batch_size, batch_tokens)
+        """Pool every job into ``outs`` (rows L2-normalised)."""
+        self._run_packed(self._pack_jobs(jobs, batch_size, batch_tokens), outs, mode, show_progress, documents)
+
+    def _run_packed(
+        self, batches: list[_Packed], outs: list[np.ndarray], mode: Pooling, show_progress: bool = False,
+        documents: bool = False,
+    ) -> None:
         bar = tqdm(total=len(batches), desc="batches", disable=not show_progress)
         workers = self.workers if self.workers is not None else auto_workers(self.device)
         if self.device.type != "cpu":
             workers = 1
 
-        def one(batch: list[Job]) -> None:
+        def one(batch: _Packed) -> None:
             self._run_batch(batch, outs, mode, documents)  # rows of outs are disjoint per job
             bar.update(1)
 
         run_batches(batches, one, workers)
         bar.close()
 
-    def _run_batch(self, batch: list[Job], outs: list[np.ndarray], mode: Pooling, documents: bool = False) -> None:
+    def _run_batch(self, batch: _Packed, outs: list[np.ndarray], mode: Pooling, documents: bool = False) -> None:
         model = self.document_model if documents else None
         try:
             pooled = self._forward_pool(batch, mode, model, documents)
         except torch.OutOfMemoryError:
-            if len(batch) == 1:
+            if len(batch.jobs) == 1:
                 raise
             if self.device.type == "cuda":
                 torch.cuda.empty_cache()
-            half = len(batch) // 2
-            logger.warning("out of memory on a batch of %d windows; retrying in halves", len(batch))
-            self._run_batch(batch[:half], outs, mode, documents)
-            self._run_batch(batch[half:], outs, mode, documents)
+            half = len(batch.jobs) // 2
+            logger.warning("out of memory on a batch of %d windows; retrying in halves", len(batch.jobs))
+            pin = self.device.type == "cuda"
+            self._run_batch(_pack(batch.jobs[:half], self.pad_id, pin), outs, mode, documents)
+            self._run_batch(_pack(batch.jobs[half:], self.pad_id, pin), outs, mode, documents)
             return
         except Exception as exc:  # noqa: BLE001 - e.g. inductor without a C++ compiler
             if model is None:
@@ -336,22 +385,29 @@ class LandmarkEncoder:
             self.document_model = None
             self._run_batch(batch, outs, mode, documents)
             return
-        for job, vecs in zip(batch, pooled, strict=True):
-            outs[job.doc][job.sentences] = vecs
+        row = 0
+        for job in batch.jobs:
+            n = len(job.sentences)
+            outs[job.doc][job.sentences] = pooled[row : row + n]
+            row += n
 
     @torch.inference_mode()
-    def _forward_pool(
-        self, batch: list[Job], mode: Pooling, model: Any = None, documents: bool = False
-    ) -> list[np.ndarray]:
-        """Run one padded batch and pool it (``encode.pooling``, the code training runs too).
+    def _forward_pool(self, batch: _Packed, mode: Pooling, model: Any = None, documents: bool = False) -> np.ndarray:
+        """Run one padded batch, pool and L2-normalise it on the device (``encode.pooling``, the
+        pooling training runs too, as one gather): one copy in each direction.
 
         Document windows run under :attr:`document_autocast` (bf16 on CPUs that have it,
         ``encode.runtime.precision``); queries always run as loaded."""
-        ids, mask = pad_batch(batch, self.pad_id)
         model = model if model is not None else self.model
+        non_blocking = self.device.type == "cuda"
+        ids = batch.ids.to(self.device, non_blocking=non_blocking)
+        mask = batch.mask.to(self.device, non_blocking=non_blocking)
+        index = batch.index.to(self.device, non_blocking=non_blocking)
         with autocast(self.device, self.document_autocast if documents else None):
-            hidden = last_hidden(model, ids.to(self.device), mask.to(self.device), self.layout)
-        return [v.cpu().numpy() for v in pool(hidden, batch, mode)]
+            hidden = last_hidden(model, ids, mask, self.layout)
+        vecs = pool_gathered(hidden, index[0], index[1], index[2], mode)
+        vecs = vecs / vecs.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+        return vecs.cpu().numpy()
 
     # ------------------------------------------------------------------ queries
     def encode_query(self, text: str) -> np.ndarray:
@@ -367,7 +423,7 @@ class LandmarkEncoder:
             return np.zeros((0, self.dim), dtype=np.float32)
         out = [np.zeros((len(texts), self.dim), dtype=np.float32)]
         self._run_jobs(self.layout.query_jobs(texts), batch_size, out, self.layout.query_pooling, show_progress)
-        return _normalise(out[0])
+        return out[0]
 
     def encode_texts(self, texts: Sequence[str], *, batch_size: int = 16, show_progress: bool = False) -> np.ndarray:
         """Embed standalone texts (no surrounding document), one vector per text.
@@ -396,17 +452,55 @@ class _Document(NamedTuple):
     doc_id: str | None
     sentences: list[Sentence]
     toks: list[np.ndarray]
+    tokens: int  # text tokens as tokenised, before any cap (``EncodedDocument.tokens``)
 
 
-def _groups(docs: Iterable[_Document]) -> Iterator[tuple[list[_Document], int]]:
-    """Consecutive documents in groups of about ``_GROUP_TOKENS`` tokens, with each group's
-    token count; a group is encoded before the next document is prepared."""
+class _Packed(NamedTuple):
+    """One batch ready for the device: padded ids and mask, and the pooling index."""
+
+    jobs: list[Job]
+    ids: torch.Tensor  # int64 [rows, width] (pinned on CUDA)
+    mask: torch.Tensor  # int64 [rows, width]
+    index: torch.Tensor  # int64 [3, pooled]: row, span start, span end per pooled sentence, in job order
+
+
+class _GroupPlan(NamedTuple):
+    docs: list[_Document]
+    tokens: int
+    batches: list[_Packed]
+
+
+def _pack(jobs: list[Job], pad_id: int, pin: bool) -> _Packed:
+    """Pad ``jobs`` with numpy (into pinned memory for a CUDA copy that does not block)."""
+    lengths = np.fromiter((len(j.ids) for j in jobs), dtype=np.int64, count=len(jobs))
+    width = int(lengths.max())
+    n = sum(len(j.sentences) for j in jobs)
+    ids = torch.empty((len(jobs), width), dtype=torch.long, pin_memory=pin)
+    mask = torch.empty((len(jobs), width), dtype=torch.long, pin_memory=pin)
+    index = torch.empty((3, n), dtype=torch.long, pin_memory=pin)
+    ids_np, mask_np, index_np = ids.numpy(), mask.numpy(), index.numpy()
+    ids_np.fill(pad_id)
+    np.less(np.arange(width)[None, :], lengths[:, None], out=mask_np, casting="unsafe")
+    k = 0
+    for r, job in enumerate(jobs):
+        ids_np[r, : len(job.ids)] = job.ids
+        m = len(job.sentences)
+        index_np[0, k : k + m] = r
+        index_np[1, k : k + m] = job.starts
+        index_np[2, k : k + m] = job.ends
+        k += m
+    return _Packed(jobs, ids, mask, index)
+
+
+def _groups(docs: Iterable[_Document], group_tokens: int = _GROUP_TOKENS) -> Iterator[tuple[list[_Document], int]]:
+    """Consecutive documents in groups of about ``group_tokens`` tokens, with each group's
+    token count (memory stays bounded however many or however long the documents are)."""
     group: list[_Document] = []
     tokens = 0
     for doc in docs:
         group.append(doc)
         tokens += sum(len(t) for t in doc.toks)
-        if tokens >= _GROUP_TOKENS:
+        if tokens >= group_tokens:
             yield group, tokens
             group, tokens = [], 0
     if group:

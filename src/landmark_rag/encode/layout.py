@@ -22,9 +22,6 @@ from landmark_rag.encode.config import LandmarkConfig, Pooling
 from landmark_rag.encode.models.registry import is_causal
 from landmark_rag.encode.windows import plan_windows
 
-#: Sentences tokenised per tokenizer call (Python lists of a whole book's ids are large).
-_TOKENIZE_CHUNK = 2048
-
 #: Isolated landmarks as ``encode.attention`` takes them: ``(landmark id, mode, span)``.
 IsolatedLandmarks = tuple[int, str, int]
 
@@ -130,18 +127,21 @@ class Layout:
         """Token ids per sentence (no special tokens), capped so each fits a window with its landmark.
 
         ``spaces``: the whitespace before each sentence in its document (``Sentence.space_before``);
-        ``None`` joins sentences with one space (see :func:`sentence_pieces`).
+        ``None`` joins sentences with one space (see :func:`sentence_pieces`). Sentences a
+        caller segmented beforehand (``encode.tokens``) are not tokenised again.
         """
         if not texts:
             return []
-        pieces = sentence_pieces(texts, spaces, self.causal)
+        from landmark_rag.encode.tokens import text_tokenizer
+
+        return self.cap_ids(text_tokenizer(self.tokenizer).ids(sentence_pieces(texts, spaces, self.causal)))
+
+    def cap_ids(self, ids: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Sentence ids (of :func:`sentence_pieces`) capped as :meth:`tokenize_sentences` caps
+        them: at most a window with its landmark, and never empty."""
         cap = self.budget if self.pooling is Pooling.SENTENCE else self.budget - 1
-        fallback = [self.tokenizer.unk_token_id or self.pad_id]
-        out: list[np.ndarray] = []
-        for i in range(0, len(pieces), _TOKENIZE_CHUNK):
-            ids = self.tokenizer(pieces[i : i + _TOKENIZE_CHUNK], add_special_tokens=False, verbose=False)["input_ids"]
-            out.extend(np.asarray(x[:cap] or fallback, dtype=np.int64) for x in ids)
-        return out
+        fallback = np.asarray([self.tokenizer.unk_token_id or self.pad_id], dtype=np.int64)
+        return [x[:cap] if len(x) else fallback for x in ids]
 
     def document_jobs(self, toks: Sequence[np.ndarray], doc: int = 0) -> list[Job]:
         """The inputs for one document's sentences: windows of whole sentences, a landmark after
@@ -188,13 +188,15 @@ class Layout:
         """Inputs for queries: ``[instruction] query [LMK]`` pooled at the LMK
         (``query_pooling="landmark"``), or the whole query mean-pooled."""
         instr = self.query_instruction
-        ids = self.tokenizer([instr + t for t in texts], add_special_tokens=False, verbose=False)["input_ids"]
+        from landmark_rag.encode.tokens import text_tokenizer
+
+        ids = text_tokenizer(self.tokenizer).ids([instr + t for t in texts])
         landmark = self.query_pooling is Pooling.LANDMARK
         cap = self.budget - (1 if landmark else 0)
         prefix, suffix = self._wrap()
         jobs = []
         for q, x in enumerate(ids):
-            t = np.asarray(x[:cap], dtype=np.int64)
+            t = x[:cap]
             if landmark:
                 seq = np.concatenate([prefix, t, [self.lmk_id], suffix])
                 end = len(prefix) + len(t) + 1

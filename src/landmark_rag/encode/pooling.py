@@ -70,3 +70,20 @@ def pool(hidden: torch.Tensor, jobs: Sequence[Job], mode: Pooling) -> list[torch
         e = torch.from_numpy(job.ends).to(hidden.device)
         out.append((csum[r, e] - csum[r, s]) / (e - s).clamp(min=1).unsqueeze(1).float())
     return out
+
+
+def pool_gathered(
+    hidden: torch.Tensor, rows: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor, mode: Pooling
+) -> torch.Tensor:
+    """:func:`pool` for a whole batch at once: ``[len(rows), dim]`` float32 vectors (not normalised).
+
+    Pooled sentence ``k`` is ``[starts[k], ends[k])`` of batch row ``rows[k]`` (index tensors on
+    ``hidden``'s device): one gather for the batch instead of one per job, with the very same
+    arithmetic as :func:`pool` (the landmark's state; the mean by a cumulative sum)."""
+    if mode == Pooling.LANDMARK:
+        return hidden[rows, ends - 1].float()
+    if mode != Pooling.MEAN:
+        raise ValueError(f"pooling mode must be 'landmark' or 'mean', not {mode!r}")
+    hidden = hidden.float()
+    csum = torch.cat([hidden.new_zeros(hidden.shape[0], 1, hidden.shape[2]), hidden.cumsum(1)], dim=1)
+    return (csum[rows, ends] - csum[rows, starts]) / (ends - starts).clamp(min=1).unsqueeze(1).float()

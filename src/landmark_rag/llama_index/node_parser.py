@@ -62,6 +62,9 @@ class LandmarkNodeParser(NodeParser):
     )
     _segmenter: Segmenter | None = PrivateAttr(default=None)
     _tokenizer: Any = PrivateAttr(default=None)
+    # measure a sentence with the whitespace before it, as a causal encoder's layout
+    # tokenises it: the encoder then reuses these ids instead of tokenising it again
+    _space_before: bool = PrivateAttr(default=False)
 
     def __init__(
         self,
@@ -85,12 +88,14 @@ class LandmarkNodeParser(NodeParser):
     ) -> LandmarkNodeParser:
         """A parser that splits exactly as ``embed_model``'s encoder does (long sentences cut)."""
         encoder = getattr(embed_model, "encoder", embed_model)
-        return cls(
+        parser = cls(
             segmenter=segmenter,
             tokenizer=encoder.tokenizer,
             max_sentence_tokens=encoder.max_sentence_tokens,
             **kwargs,
         )
+        parser._space_before = bool(encoder.causal)
+        return parser
 
     @classmethod
     def class_name(cls) -> str:
@@ -102,21 +107,23 @@ class LandmarkNodeParser(NodeParser):
         if self._segmenter is None and self.segmenter_name != "sentencex":
             # e.g. a lambda segmenter lost when the parser was pickled for a worker process
             raise RuntimeError(f"the custom segmenter {self.segmenter_name!r} is not available in this process")
-        tokenizer, max_tokens = self._cut_limits()
+        tokenizer, max_tokens, space_before = self._cut_limits()
         return segment_sentences(
             text,
             segmenter=self._segmenter,
             doc_id=doc_id,
             max_tokens=max_tokens,
             tokenizer=tokenizer,
+            space_before=space_before,
         )
 
-    def _cut_limits(self) -> tuple[Any, int | None]:
-        """The tokenizer and sentence limit to cut with: the ones given, else the encoder's of
-        a ``LandmarkEmbedding`` in ``Settings`` (read without resolving LlamaIndex's default
+    def _cut_limits(self) -> tuple[Any, int | None, bool]:
+        """The tokenizer and sentence limit to cut with, and whether sentences are measured
+        with the whitespace before them: the ones given, else the encoder's of a
+        ``LandmarkEmbedding`` in ``Settings`` (read without resolving LlamaIndex's default
         model, which would try OpenAI), else none (no cutting)."""
         if self._tokenizer is not None or not self.cut_long_sentences:
-            return self._tokenizer, self.max_sentence_tokens
+            return self._tokenizer, self.max_sentence_tokens, self._space_before
         from llama_index.core import Settings
 
         from landmark_rag.llama_index.embedding import LandmarkEmbedding
@@ -124,8 +131,8 @@ class LandmarkNodeParser(NodeParser):
         embed = getattr(Settings, "_embed_model", None)
         if isinstance(embed, LandmarkEmbedding):
             encoder = embed.encoder
-            return encoder.tokenizer, encoder.max_sentence_tokens
-        return None, None
+            return encoder.tokenizer, encoder.max_sentence_tokens, bool(encoder.causal)
+        return None, None, False
 
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
         out: list[BaseNode] = []

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+
 from landmark_rag.segment.sentencex import sentencex_spans
 from landmark_rag.segment.spans import spans_to_sentences
 from landmark_rag.types import Sentence
@@ -20,6 +22,7 @@ def segment_sentences(
     doc_id: str | None = None,
     max_tokens: int | None = None,
     tokenizer: Any = None,
+    space_before: bool = False,
 ) -> list[Sentence]:
     """Split ``text`` into sentences with exact character offsets.
 
@@ -27,54 +30,116 @@ def segment_sentences(
     ``tokenizer``, sentences longer than ``max_tokens`` tokens are cut into pieces that fit
     (at token boundaries, preferring whitespace), each piece a sentence of its own with exact
     offsets: the encoder needs every sentence to fit in one window with its landmark.
+    ``space_before``: measure each sentence with the whitespace before it, as a causal
+    encoder's layout tokenises it (``LandmarkEncoder.segment`` sets it for causal models), so
+    the measurement is the very tokenisation the encoder uses later.
     Empty or whitespace-only text gives an empty list.
     """
+    return segment_with_ids(
+        text, segmenter=segmenter, doc_id=doc_id, max_tokens=max_tokens, tokenizer=tokenizer,
+        space_before=space_before, store=True,
+    )[0]
+
+
+def segment_with_ids(
+    text: str,
+    *,
+    segmenter: Segmenter | None = None,
+    doc_id: str | None = None,
+    max_tokens: int | None = None,
+    tokenizer: Any = None,
+    space_before: bool = False,
+    store: bool = False,
+) -> tuple[list[Sentence], list[np.ndarray] | None]:
+    """:func:`segment_sentences` and, when it measured them (``max_tokens``), each sentence's
+    token ids (of ``space_before + text`` with ``space_before``); ``store`` keeps them for a
+    later encoding of the same sentences (``encode.tokens``)."""
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__}")
     if not text.strip():
-        return []
+        return [], None if max_tokens is None else []
     spans = (segmenter or sentencex_spans)(text)
     sentences = spans_to_sentences(text, spans, doc_id)
-    if max_tokens is not None:
-        if tokenizer is None:
-            raise ValueError("max_tokens needs a tokenizer to count tokens")
-        sentences = split_long_sentences(text, sentences, tokenizer, max_tokens, doc_id)
-    return sentences
+    if max_tokens is None:
+        return sentences, None
+    if tokenizer is None:
+        raise ValueError("max_tokens needs a tokenizer to count tokens")
+    return _split_long(text, sentences, tokenizer, max_tokens, doc_id, space_before, store)
 
 
 def split_long_sentences(
-    text: str, sentences: list[Sentence], tokenizer: Any, max_tokens: int, doc_id: str | None = None
+    text: str, sentences: list[Sentence], tokenizer: Any, max_tokens: int, doc_id: str | None = None,
+    *, space_before: bool = False,
 ) -> list[Sentence]:
     """Cut every sentence longer than ``max_tokens`` into pieces of at most that many tokens.
 
     A piece cut inside a word can tokenise into more tokens on its own than it had in the
     sentence (WordPiece ``##dis`` becomes ``di ##s``), so the pieces of a cut sentence are
     measured again and cut further until they fit or cannot be cut (a lone character that
-    is several tokens). Sentences are tokenised in batches of ``_TOKENIZE_BATCH``: a very
-    long document at once would hold every token's offsets as Python tuples at the same time.
+    is several tokens). Only cut pieces are tokenised again; every other sentence once.
+    ``space_before`` as in :func:`segment_sentences`.
     """
+    return _split_long(text, sentences, tokenizer, max_tokens, doc_id, space_before, True)[0]
+
+
+def _split_long(
+    text: str, sentences: list[Sentence], tokenizer: Any, max_tokens: int, doc_id: str | None,
+    space_before: bool, store: bool,
+) -> tuple[list[Sentence], list[np.ndarray]]:
     if max_tokens < 1:
         raise ValueError("max_tokens must be >= 1")
+    from landmark_rag.encode.tokens import text_tokenizer
+
+    tt = text_tokenizer(tokenizer)
+    measured: dict[tuple[int, int], np.ndarray] = {}
     final: list[tuple[int, int]] = []
     pending = [(s.start, s.end) for s in sentences]
+    cut_any = False
     while pending:
         again: list[tuple[int, int]] = []
         for i in range(0, len(pending), _TOKENIZE_BATCH):
             batch = pending[i : i + _TOKENIZE_BATCH]
-            enc = tokenizer(
-                [text[a:b] for a, b in batch], add_special_tokens=False, return_offsets_mapping=True, verbose=False
+            spaces = [_space_before(text, a) if space_before else "" for a, _ in batch]
+            ids, offsets = tt.measure(
+                [sp + text[a:b] for sp, (a, b) in zip(spaces, batch, strict=True)], offsets_over=max_tokens,
+                store=store,
             )
-            for (a, b), offsets in zip(batch, enc["offset_mapping"], strict=True):
-                if len(offsets) <= max_tokens:
+            for k, ((a, b), sp, x) in enumerate(zip(batch, spaces, ids, strict=True)):
+                if len(x) <= max_tokens:
                     final.append((a, b))
+                    measured[(a, b)] = x
                     continue
-                pieces = [(x, y) for x, y in _cut(text, a, b, offsets, max_tokens) if y > x]
+                # offsets of ``sp + sentence``, made relative to the sentence itself
+                offs = np.maximum(offsets[k] - len(sp), 0).tolist()
+                pieces = [p for p in (_trimmed_span(text, x0, y0) for x0, y0 in _cut(text, a, b, offs, max_tokens)) if p]
                 if len(pieces) <= 1:  # cannot be cut any further
                     final.append((a, b))
+                    measured[(a, b)] = x
                 else:
+                    cut_any = True
                     again.extend(pieces)
         pending = again
-    return spans_to_sentences(text, final, doc_id)
+    if not cut_any:
+        return sentences, [measured[(s.start, s.end)] for s in sentences]
+    out = spans_to_sentences(text, sorted(final), doc_id)
+    return out, [measured[(s.start, s.end)] for s in out]
+
+
+def _space_before(text: str, start: int) -> str:
+    """The whitespace right before ``start``: a sentence's ``space_before`` (sentences cover
+    every other character, so the run of whitespace before one is exactly the gap)."""
+    k = start
+    while k > 0 and text[k - 1].isspace():
+        k -= 1
+    return text[k:start]
+
+
+def _trimmed_span(text: str, s: int, e: int) -> tuple[int, int] | None:
+    while s < e and text[s].isspace():
+        s += 1
+    while e > s and text[e - 1].isspace():
+        e -= 1
+    return (s, e) if e > s else None
 
 
 #: Sentences per tokenizer call when measuring; bounds memory on very long documents.

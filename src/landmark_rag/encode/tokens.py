@@ -1,0 +1,198 @@
+"""Token ids of many texts at once, each sentence tokenised once on its way to the encoder.
+
+Why a module of its own: indexing used to tokenise every sentence two or three times
+(segmentation measured it with offsets, the layout tokenised it again, the write path
+counted the whole document once more, and a framework's splitter and embedding model each
+did their own), each time through transformers' per-item Python conversion. On a GPU that
+host work, not the forward pass, set the indexing rate.
+
+:func:`text_tokenizer` gives the one :class:`TextTokenizer` of a Hugging Face tokenizer.
+It calls the fast tokenizer's Rust backend (``tokenizer.backend_tokenizer``, a private copy
+with truncation and padding off, so a call elsewhere that sets them never leaks in) and
+turns its ids straight into numpy arrays; the ids are exactly
+``tokenizer(texts, add_special_tokens=False)["input_ids"]`` (checked on probe texts when the
+copy is made; a tokenizer that disagrees, or a slow one, goes through the plain call).
+
+It also keeps a bounded cache of ids by exact text. Segmentation that a caller asked for on
+its own (``LandmarkEncoder.segment``, ``segment_sentences`` with a tokenizer: the LlamaIndex
+parser, the LangChain splitter) stores what it measured, and the encoder reads it back when
+the same sentences come to be encoded, so a sentence split by a framework's parser and then
+embedded by its embedding model is tokenised once. ``encode_documents`` hands its own
+segmentation's ids straight to the layout and needs no cache for that.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+#: Texts per backend call: bounds the Encoding objects (and offsets) alive at once.
+_CHUNK = 2048
+
+#: Token ids the reuse cache keeps per tokenizer (int32: 4 bytes each, plus the text keys).
+#: Enough for a framework pipeline's parse-then-embed of a few thousand documents; past it
+#: the oldest entries go and those sentences are simply tokenised again.
+CACHE_TOKENS = 1 << 23
+
+#: Texts the fast path must tokenise exactly as the tokenizer's own call does before it is used.
+_PROBES = (
+    "Hello, world! The quick brown fox.",
+    " Leading space and trailing space ",
+    "\n\nA paragraph break, ünïcödé, 東京, and emoji 🙂.",
+    "",
+)
+
+#: A long sentence's ids and its token offsets (relative to the text measured), or ``None``.
+Offsets = np.ndarray
+
+
+class TextTokenizer:
+    """Ids (and, when asked, offsets) of texts under one Hugging Face tokenizer; see the module."""
+
+    def __init__(self, tokenizer: Any, cache_tokens: int = CACHE_TOKENS) -> None:
+        self.tokenizer = tokenizer
+        self.size = _vocab_size(tokenizer)
+        self.backend = _fast_backend(tokenizer)
+        self.cache_tokens = cache_tokens
+        self._cache: OrderedDict[str, tuple[np.ndarray, Offsets | None]] = OrderedDict()
+        self._cached = 0
+        self._lock = threading.Lock()
+
+    @property
+    def fast(self) -> bool:
+        """Whether ids come from the Rust backend directly (else the tokenizer's own call)."""
+        return self.backend is not None
+
+    # ------------------------------------------------------------------ ids
+    def ids(self, texts: Sequence[str], *, store: bool = False) -> list[np.ndarray]:
+        """int64 ids per text, no special tokens; cached texts are not tokenised again.
+
+        ``store``: keep these texts' ids for a later call (segmentation a caller asked for
+        on its own, whose sentences will come back to be encoded)."""
+        return self.measure(texts, store=store)[0]
+
+    def measure(
+        self, texts: Sequence[str], *, offsets_over: int | None = None, store: bool = False
+    ) -> tuple[list[np.ndarray], dict[int, Offsets]]:
+        """``(ids per text, {i: offsets})``: offsets (``[n, 2]`` character spans within the
+        text) only for texts of more than ``offsets_over`` tokens (``None``: for none)."""
+        out: list[np.ndarray | None] = [None] * len(texts)
+        offsets: dict[int, Offsets] = {}
+        missing: list[int] = []
+        with self._lock:
+            for i, t in enumerate(texts):
+                hit = self._cache.get(t)
+                if hit is None or (offsets_over is not None and len(hit[0]) > offsets_over and hit[1] is None):
+                    missing.append(i)
+                    continue
+                self._cache.move_to_end(t)
+                out[i] = hit[0]
+                if offsets_over is not None and len(hit[0]) > offsets_over:
+                    offsets[i] = hit[1]  # type: ignore[assignment]
+        for c in range(0, len(missing), _CHUNK):
+            part = missing[c : c + _CHUNK]
+            ids, offs = self._encode([texts[i] for i in part], offsets_over)
+            for k, i in enumerate(part):
+                out[i] = ids[k]
+                if k in offs:
+                    offsets[i] = offs[k]
+            if store:
+                self._store([texts[i] for i in part], ids, offs)
+        return out, offsets  # type: ignore[return-value]
+
+    def _encode(self, texts: list[str], offsets_over: int | None) -> tuple[list[np.ndarray], dict[int, Offsets]]:
+        offsets: dict[int, Offsets] = {}
+        if self.backend is None:
+            enc = self.tokenizer(
+                texts, add_special_tokens=False, verbose=False, return_offsets_mapping=offsets_over is not None
+            )
+            ids = [np.asarray(x, dtype=np.int64) for x in enc["input_ids"]]
+            if offsets_over is not None:
+                for k, x in enumerate(ids):
+                    if len(x) > offsets_over:
+                        offsets[k] = np.asarray(enc["offset_mapping"][k], dtype=np.int64).reshape(-1, 2)
+            return ids, offsets
+        encodings = self.backend.encode_batch(texts, add_special_tokens=False)
+        ids = [np.array(e.ids, dtype=np.int64) for e in encodings]
+        if offsets_over is not None:
+            for k, x in enumerate(ids):
+                if len(x) > offsets_over:
+                    offsets[k] = np.array(encodings[k].offsets, dtype=np.int64).reshape(-1, 2)
+        return ids, offsets
+
+    # ------------------------------------------------------------------ cache
+    def _store(self, texts: list[str], ids: list[np.ndarray], offsets: dict[int, Offsets]) -> None:
+        with self._lock:
+            for k, (t, x) in enumerate(zip(texts, ids, strict=True)):
+                old = self._cache.pop(t, None)
+                if old is not None:
+                    self._cached -= len(old[0])
+                self._cache[t] = (x, offsets.get(k))
+                self._cached += len(x)
+            while self._cached > self.cache_tokens and self._cache:
+                _, (x, _) = self._cache.popitem(last=False)
+                self._cached -= len(x)
+
+    def clear(self) -> None:
+        """Forget every cached text."""
+        with self._lock:
+            self._cache.clear()
+            self._cached = 0
+
+
+_REGISTRY: weakref.WeakKeyDictionary[Any, TextTokenizer] = weakref.WeakKeyDictionary()
+_REGISTRY_LOCK = threading.Lock()
+
+
+def text_tokenizer(tokenizer: Any) -> TextTokenizer:
+    """The :class:`TextTokenizer` of ``tokenizer``, shared by everything that tokenises with it
+    (made again when its vocabulary grows, e.g. after a landmark token was added)."""
+    size = _vocab_size(tokenizer)
+    with _REGISTRY_LOCK:
+        tt = _REGISTRY.get(tokenizer)
+        if tt is None or tt.size != size:
+            tt = _REGISTRY[tokenizer] = TextTokenizer(tokenizer)
+        return tt
+
+
+def _vocab_size(tokenizer: Any) -> int:
+    """The vocabulary size, added tokens included (``-1``: a tokenizer-like object without one)."""
+    try:
+        return len(tokenizer)
+    except TypeError:
+        return -1
+
+
+def _fast_backend(tokenizer: Any) -> Any:
+    """A private copy of a fast tokenizer's backend that tokenises as the tokenizer's own call
+    does (no truncation, no padding, its special-token splitting); ``None`` when there is
+    none or it disagrees with the tokenizer on the probes."""
+    backend = getattr(tokenizer, "backend_tokenizer", None) if getattr(tokenizer, "is_fast", False) else None
+    if backend is None:
+        return None
+    try:
+        backend = copy.deepcopy(backend)
+        backend.no_truncation()
+        backend.no_padding()
+        split = bool(getattr(tokenizer, "split_special_tokens", False))
+        if getattr(backend, "encode_special_tokens", split) != split:
+            backend.encode_special_tokens = split
+        probes = [*_PROBES, *(f"a {t} b" for t in getattr(tokenizer, "all_special_tokens", [])[:8])]
+        expected = tokenizer(probes, add_special_tokens=False, verbose=False)["input_ids"]
+        got = [e.ids for e in backend.encode_batch(probes, add_special_tokens=False)]
+    except Exception as exc:  # noqa: BLE001 - any surprise: the tokenizer's own call is always right
+        logger.debug("tokenizer backend not usable directly (%s); using the tokenizer's call", exc)
+        return None
+    if got != [list(x) for x in expected]:
+        logger.debug("tokenizer backend disagrees with the tokenizer's call; using the call")
+        return None
+    return backend
