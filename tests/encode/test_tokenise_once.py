@@ -1,0 +1,213 @@
+"""Every sentence is tokenised once on its way into a store (``encode.tokens``).
+
+A counting wrapper around a real tokenizer's Rust backend records every text that is
+tokenised, through the Hugging Face call or directly; each route that stores sentence
+vectors - ``LandmarkIndex.add_texts``, LlamaIndex's parser then embedding model, LangChain's
+splitter then retriever - must tokenise each sentence (as the layout reads it) exactly once,
+and never a whole document. The ids themselves equal the tokenizer's own call.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+from landmark_rag.encode import LandmarkConfig, LandmarkEncoder
+from landmark_rag.encode.layout import sentence_pieces
+from landmark_rag.encode.tokens import text_tokenizer
+from landmark_rag.segment import segment_sentences
+
+
+class CountingBackend:
+    """A ``tokenizers.Tokenizer`` that counts every text it encodes (copies share the count)."""
+
+    def __init__(self, inner: Any, counts: Counter[str]) -> None:
+        object.__setattr__(self, "_inner", inner)
+        object.__setattr__(self, "counts", counts)
+
+    def _count(self, inputs: Any) -> None:
+        for x in inputs:
+            self.counts[x if isinstance(x, str) else repr(x)] += 1
+
+    def encode_batch(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        self._count(inputs)
+        return self._inner.encode_batch(inputs, *args, **kwargs)
+
+    def encode_batch_fast(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        self._count(inputs)
+        return self._inner.encode_batch_fast(inputs, *args, **kwargs)
+
+    def encode(self, sequence: Any, *args: Any, **kwargs: Any) -> Any:
+        self._count([sequence])
+        return self._inner.encode(sequence, *args, **kwargs)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> CountingBackend:
+        return CountingBackend(copy.deepcopy(self._inner, memo), self.counts)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._inner, name, value)
+
+
+def counting_encoder(model_dir: Path, **overrides: Any) -> tuple[LandmarkEncoder, Counter[str]]:
+    """A fresh encoder on ``model_dir`` whose tokenizer counts what it tokenises."""
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    counts: Counter[str] = Counter()
+    tokenizer._tokenizer = CountingBackend(tokenizer._tokenizer, counts)
+    model = AutoModel.from_pretrained(model_dir)
+    config = LandmarkConfig(model_name=str(model_dir), pooling="landmark", max_length=64, **overrides)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        encoder = LandmarkEncoder(model, tokenizer, config, device=__import__("torch").device("cpu"))
+    return encoder, counts
+
+
+def articles(excerpt_articles: list[Any]) -> list[str]:
+    # plus one sentence longer than a window: cut by segmentation, its pieces tokenised once each
+    return [a.text for a in excerpt_articles] + [
+        "A short opener. " + " ".join(f"clause{i} runs on" for i in range(60)) + ". The end."
+    ]
+
+
+def expected_pieces(model_dir: Path, encoder: LandmarkEncoder, texts: list[str]) -> list[str]:
+    """The strings the layout tokenises for ``texts``' sentences, found with a tokenizer of
+    their own (so finding them counts nothing)."""
+    plain = AutoTokenizer.from_pretrained(model_dir)
+    out = []
+    for t in texts:
+        sents = segment_sentences(t, max_tokens=encoder.max_sentence_tokens, tokenizer=plain, space_before=encoder.causal)
+        out.extend(sentence_pieces([s.text for s in sents], [s.space_before for s in sents], encoder.causal))
+    return out
+
+
+def assert_once(counts: Counter[str], pieces: list[str], texts: list[str]) -> None:
+    assert len(pieces) > 20
+    # once per occurrence (a sentence that occurs twice, " 1347." in the causal case, twice)
+    assert {p: counts[p] for p in pieces} == dict(Counter(pieces))
+    assert all(counts[t] == 0 for t in texts)  # no whole document tokenised (token counts)
+
+
+@pytest.fixture(params=["bert", "llama"])
+def model_dir(request, tiny_bert_dir: Path) -> Path:
+    if request.param == "bert":
+        return tiny_bert_dir
+    return request.getfixturevalue("tiny_llama_dir")
+
+
+def test_add_texts_tokenises_each_sentence_once(model_dir: Path, excerpt_articles, tmp_path: Path) -> None:
+    import chromadb
+
+    from landmark_rag import LandmarkIndex
+    from landmark_rag.store import ChromaSentenceStore
+
+    encoder, counts = counting_encoder(model_dir)
+    texts = articles(excerpt_articles)
+    collection = chromadb.PersistentClient(path=str(tmp_path / "db")).get_or_create_collection("once")
+    index = LandmarkIndex(ChromaSentenceStore(collection), encoder=encoder)
+    index.add_texts(texts, ids=[f"d{i}" for i in range(len(texts))])
+    pieces = expected_pieces(model_dir, encoder, texts)
+    assert_once(counts, pieces, texts)
+    assert index.store.count_sentences() == len(pieces)
+
+
+def test_llama_index_parser_then_embedding_tokenise_each_sentence_once(model_dir: Path, excerpt_articles) -> None:
+    from llama_index.core import Document
+    from llama_index.core.ingestion import IngestionPipeline
+
+    from landmark_rag.llama_index import LandmarkEmbedding, LandmarkNodeParser
+
+    encoder, counts = counting_encoder(model_dir)
+    texts = articles(excerpt_articles)
+    embed = LandmarkEmbedding(encoder=encoder)
+    parser = LandmarkNodeParser.for_embedding(embed)  # the route docs/llama_index.md shows
+    docs = [Document(text=t, id_=f"d{i}") for i, t in enumerate(texts)]
+    nodes = IngestionPipeline(transformations=[parser, embed]).run(documents=docs)
+    assert all(n.embedding is not None for n in nodes)
+    pieces = expected_pieces(model_dir, encoder, texts)
+    assert len(nodes) == len(pieces)
+    assert_once(counts, pieces, texts)
+
+
+def test_langchain_splitter_then_retriever_tokenise_each_sentence_once(
+    model_dir: Path, excerpt_articles, tmp_path: Path
+) -> None:
+    from langchain_core.documents import Document
+
+    from landmark_rag.langchain import LandmarkEmbeddings, LandmarkRetriever, LandmarkTextSplitter
+
+    encoder, counts = counting_encoder(model_dir)
+    texts = articles(excerpt_articles)
+    embeddings = LandmarkEmbeddings.from_encoder(encoder)
+    docs = [Document(id=f"d{i}", page_content=t) for i, t in enumerate(texts)]
+    sentences = LandmarkTextSplitter(embeddings=embeddings).split_documents(docs)
+    retriever = LandmarkRetriever(embeddings=embeddings, persist_directory=str(tmp_path / "db"), collection_name="once")
+    retriever.add_documents(docs)
+    pieces = expected_pieces(model_dir, encoder, texts)
+    assert len(sentences) == len(pieces) == retriever.index.store.count_sentences()
+    assert_once(counts, pieces, texts)
+
+
+# ---------------------------------------------------------------------------- the ids themselves
+def _tokenizers(tiny_bert_dir: Path, request) -> dict[str, Any]:
+    out = {"wordpiece": AutoTokenizer.from_pretrained(tiny_bert_dir)}
+    lmk = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    lmk.add_special_tokens({"additional_special_tokens": ["[LMK]"]})
+    out["wordpiece+[LMK]"] = lmk
+    try:
+        out["byte-level BPE"] = AutoTokenizer.from_pretrained(request.getfixturevalue("smollm2_dir"))
+    except pytest.skip.Exception:
+        pass
+    return out
+
+
+TEXTS = [
+    "Oxygen is a chemical element with symbol O and atomic number 8.",
+    " It was isolated in 1774 [LMK] by Priestley.",
+    "\n\nA new paragraph: ünïcödé, 東京, emoji 🙂, tabs\tand   spaces.",
+    "[SEP] [CLS] <|endoftext|> </s>",
+    "",
+    "x" * 3000,
+]
+
+
+def test_ids_equal_the_tokenizer_call(tiny_bert_dir: Path, request) -> None:
+    for name, tok in _tokenizers(tiny_bert_dir, request).items():
+        tt = text_tokenizer(tok)
+        assert tt.fast, name
+        expected = tok(TEXTS, add_special_tokens=False, verbose=False)["input_ids"]
+        got = tt.ids(TEXTS)
+        assert [g.tolist() for g in got] == expected, name
+        assert all(g.dtype == np.int64 for g in got)
+
+
+def test_a_token_added_later_is_seen(tiny_bert_dir: Path) -> None:
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    before = text_tokenizer(tok).ids(["a [LMK] b"], store=True)[0]
+    tok.add_special_tokens({"additional_special_tokens": ["[LMK]"]})
+    after = text_tokenizer(tok).ids(["a [LMK] b"])[0]
+    assert len(after) == 3 < len(before)
+    assert after.tolist() == tok("a [LMK] b", add_special_tokens=False)["input_ids"]
+
+
+def test_a_truncating_call_elsewhere_does_not_leak_in(tiny_bert_dir: Path) -> None:
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    tt = text_tokenizer(tok)
+    tok(["word " * 50], truncation=True, max_length=8)  # leaves truncation set on tok's backend
+    assert len(tt.ids(["word " * 50])[0]) == 50
+
+
+def test_the_cache_is_bounded(tiny_bert_dir: Path) -> None:
+    from landmark_rag.encode.tokens import TextTokenizer
+
+    tt = TextTokenizer(AutoTokenizer.from_pretrained(tiny_bert_dir), cache_tokens=100)
+    tt.ids([f"sentence number {i} is here." for i in range(200)], store=True)
+    assert 0 < tt._cached <= 100 and len(tt._cache) < 200
