@@ -22,8 +22,9 @@ SENTENCES = [
 @pytest.fixture(scope="module")
 def encoder() -> LandmarkEncoder:
     torch.manual_seed(0)
+    # CPU, fp32: the tests feed CPU tensors to the model and compare states at 1e-5
     enc = LandmarkEncoder.from_pretrained(
-        "all-MiniLM-L6-v2", pooling="landmark", query_pooling="landmark", landmark_attention="isolated"
+        "all-MiniLM-L6-v2", pooling="landmark", query_pooling="landmark", landmark_attention="isolated", device="cpu"
     )
     enc.add_landmark_token("[LMK]")
     return enc

@@ -45,13 +45,16 @@ def tiny_dir(tmp_path_factory) -> Path:
 
 def _run(tiny_dir: Path, data: Path, out: Path, *, lora: bool, new_lmk: bool, resume: Path | None = None):
     pooling = "landmark" if new_lmk else "mean"
-    cfg = TrainConfig(
+    # bit-exact resume is a CPU promise (docs/training.md): CUDA kernels need not repeat bit for bit
+    cfg = TrainConfig(device="cpu",
         base_model=str(tiny_dir), output_dir=str(out), pooling=pooling, query_pooling="mean", new_lmk_token=new_lmk,
         data=[str(data)], lora=lora, lora_r=4, lr=3e-3, max_length=64, seed=2, save_every=3, warmup_ratio=0.3,
         stages=[StageConfig("longdoc", 4, examples_per_batch=2, queries_per_example=3),
                 StageConfig("longdoc", 3, examples_per_batch=2, queries_per_example=2, lr=1e-3)],
     )
-    encoder = LandmarkEncoder.from_pretrained(str(tiny_dir), pooling=pooling, query_pooling="mean", max_length=64)
+    encoder = LandmarkEncoder.from_pretrained(
+        str(tiny_dir), pooling=pooling, query_pooling="mean", max_length=64, device="cpu"
+    )
     trainer = Trainer(encoder, cfg, load_articles(cfg, encoder)[0])
     history = trainer.train(resume=resume)
     trainer.save(out)

@@ -37,13 +37,18 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 
 def _run(tiny_model_dir: Path, tmp_path: Path, *, lora: bool, pooling: str) -> None:
+    # every encoder on the CPU: on CUDA the trained encoder would run fp32 and its reload bf16
+    # (the CUDA default), and vectors of two precisions do not agree to 2e-5
     cfg = TrainConfig(
         base_model=str(tiny_model_dir), output_dir=str(tmp_path / "out"), model_name="tiny-trained",
         pooling=pooling, query_pooling=pooling, data=[str(DATA)], train_articles="8:10", val_articles="",
         lora=lora, lora_r=4, lr=3e-3 if lora else 1e-3, max_length=64, temperature=0.1, warmup_ratio=0.0, seed=1,
         stages=[StageConfig(kind="longdoc", steps=25, examples_per_batch=2, queries_per_example=4)],
+        device="cpu",
     )
-    encoder = LandmarkEncoder.from_pretrained(str(tiny_model_dir), pooling=pooling, query_pooling=pooling, max_length=64)
+    encoder = LandmarkEncoder.from_pretrained(
+        str(tiny_model_dir), pooling=pooling, query_pooling=pooling, max_length=64, device="cpu"
+    )
     train_articles, _ = load_articles(cfg, encoder)
     trainer = Trainer(encoder, cfg, train_articles)
     fixed = [next(trainer.builder(cfg.stages[0])) for _ in range(3)]
@@ -63,7 +68,7 @@ def _run(tiny_model_dir: Path, tmp_path: Path, *, lora: bool, pooling: str) -> N
     encoder.model.eval()
     text = train_articles[0].text[:1500]
     queries = [q.text for q in train_articles[0].questions[:5]]
-    reloaded = LandmarkEncoder.from_pretrained(out)
+    reloaded = LandmarkEncoder.from_pretrained(out, device="cpu")
     assert reloaded.config.model_name == "tiny-trained"
     assert reloaded.config.pooling == pooling and reloaded.max_length == 64
     a, b = encoder.encode_document(text), reloaded.encode_document(text)
@@ -71,14 +76,18 @@ def _run(tiny_model_dir: Path, tmp_path: Path, *, lora: bool, pooling: str) -> N
     np.testing.assert_allclose(a.embeddings, b.embeddings, atol=2e-5)
     np.testing.assert_allclose(encoder.encode_queries(queries), reloaded.encode_queries(queries), atol=2e-5)
     # and training changed the model: the base model gives different vectors
-    base = LandmarkEncoder.from_pretrained(str(tiny_model_dir), pooling=pooling, query_pooling=pooling, max_length=64)
+    base = LandmarkEncoder.from_pretrained(
+        str(tiny_model_dir), pooling=pooling, query_pooling=pooling, max_length=64, device="cpu"
+    )
     assert not np.allclose(base.encode_document(text).embeddings, b.embeddings, atol=1e-3)
     if lora:
         assert not any(out.glob("model*.safetensors"))  # adapter only; base weights stay put
         # the peft-free merge (used when peft is not installed) gives the same model
         from landmark_rag.encode.models.lora import merge_lora
 
-        plain = LandmarkEncoder.from_pretrained(str(tiny_model_dir), pooling=pooling, query_pooling=pooling, max_length=64)
+        plain = LandmarkEncoder.from_pretrained(
+            str(tiny_model_dir), pooling=pooling, query_pooling=pooling, max_length=64, device="cpu"
+        )
         merge_lora(plain.model, out)
         np.testing.assert_allclose(plain.encode_document(text).embeddings, b.embeddings, atol=2e-5)
 
