@@ -6,7 +6,11 @@ pipeline (segmentation, tokenisation, window planning, padding, pooling). The re
 is one pass of the tokenizer's backend ``encode_batch`` over the same texts (whole
 articles); the ratio is the share of the bare tokenizer's rate that indexing keeps.
 
-    python benchmarks/host_pipeline.py [--articles N] [--repeat R] [--device cpu]
+    python benchmarks/host_pipeline.py [--articles N] [--repeat R] [--device cpu] [--free-forward]
+
+``--free-forward`` replaces the model by one that returns zeros at once: what remains is the
+host pipeline alone, as a device much faster than the host would see it (the ratio a GPU
+run could reach at best).
 """
 
 from __future__ import annotations
@@ -39,12 +43,26 @@ def tiny_model(directory: Path) -> Path:
     return directory
 
 
+class FreeForward(torch.nn.Module):
+    """Zeros of the model's output shape, computed by nothing."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.config = model.config
+        self.anchor = torch.nn.Parameter(torch.zeros(1, device=next(model.parameters()).device))
+
+    def forward(self, input_ids: torch.Tensor, **_: object) -> tuple[torch.Tensor]:
+        return (self.anchor.new_zeros(*input_ids.shape, self.config.hidden_size) + 1.0,)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--articles", type=int, default=None, help="SQuAD articles (default: all in the file)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--device", default=None)
     parser.add_argument("--pooling", default="landmark")
+    parser.add_argument("--free-forward", action="store_true", help="a model that costs nothing (host work only)")
+    parser.add_argument("--model", default=None, help="a real model instead of the tiny random BERT")
     args = parser.parse_args()
 
     from landmark_rag.datasets import read_squad
@@ -52,7 +70,10 @@ def main() -> None:
 
     texts = [a.text for a in read_squad(SQUAD, args.articles)]
     with tempfile.TemporaryDirectory() as tmp:
-        encoder = LandmarkEncoder.from_pretrained(tiny_model(Path(tmp)), device=args.device, pooling=args.pooling)
+        model = args.model or tiny_model(Path(tmp))
+        encoder = LandmarkEncoder.from_pretrained(model, device=args.device, pooling=args.pooling)
+    if args.free_forward:
+        encoder.model = FreeForward(encoder.model)
     backend = copy.deepcopy(encoder.tokenizer.backend_tokenizer)
     backend.no_truncation()
     backend.no_padding()

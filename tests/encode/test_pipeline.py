@@ -45,10 +45,9 @@ def test_prefetch_raises_the_producers_error_after_the_items_before_it() -> None
         yield from range(5)
         raise Boom("item 5")
 
-    got = []
+    got: list[int] = []
     with pytest.raises(Boom, match="item 5"), Prefetch(failing()) as items:
-        for x in items:
-            got.append(x)
+        got.extend(items)
     assert got == [0, 1, 2, 3, 4]
     _wait_gone()
 

@@ -20,7 +20,7 @@ from landmark_rag.encode import LandmarkEncoder
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 sys.path.insert(0, str(DATA))
-from make_encoder_reference import CASES, QUERIES, documents  # noqa: E402
+from make_encoder_reference import CASES, QUERIES, documents
 
 sys.path.remove(str(DATA))
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from transformers import AutoConfig, AutoModel, AutoTokenizer
+from transformers import AutoModel, AutoTokenizer
 
 from landmark_rag.encode import LandmarkConfig, LandmarkEncoder
 from landmark_rag.encode.layout import sentence_pieces

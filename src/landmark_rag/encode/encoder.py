@@ -15,23 +15,27 @@ import torch
 from tqdm.auto import tqdm
 
 from landmark_rag.encode.config import LandmarkConfig, Pooling
-from landmark_rag.encode.layout import Job, Layout, token_id
+from landmark_rag.encode.layout import Job, Layout, sentence_pieces, token_id
 from landmark_rag.encode.models.fingerprint import weights_fingerprint
 from landmark_rag.encode.models.loading import load_pretrained
 from landmark_rag.encode.pooling import last_hidden, pool_gathered
 from landmark_rag.encode.runtime.malloc import pin_mmap_threshold
 from landmark_rag.encode.runtime.parallel import Prefetch, auto_workers, run_batches
 from landmark_rag.encode.runtime.precision import autocast
+from landmark_rag.encode.tokens import text_tokenizer
 from landmark_rag.encode.untrained import warn_untrained_landmark
 from landmark_rag.progress import bar_options
 from landmark_rag.segment import Segmenter, segment_sentences
-from landmark_rag.segment.segment import segment_with_ids
+from landmark_rag.segment.segment import _split_long, sentence_spans
 from landmark_rag.types import EncodedDocument, Sentence
 
 logger = logging.getLogger(__name__)
 
 #: Tokens per group of documents encoded together; bounds memory in encode_documents.
 _GROUP_TOKENS = 1 << 17
+#: Characters (and documents) whose sentences are tokenised in one tokenizer call.
+_PREPARE_CHARS = 1 << 18
+_PREPARE_DOCS = 256
 
 
 class _FromLayout:
@@ -267,7 +271,7 @@ class LandmarkEncoder:
         results: list[EncodedDocument] = []
         bar = tqdm(total=n, desc="encoding", unit="doc", **bar_options(show_progress))
         t0, tokens_done = time.perf_counter(), 0
-        docs = (self._prepare(*doc, segmenter) for doc in zip(texts, doc_ids, given, strict=True))
+        docs = self._prepare_all(zip(texts, doc_ids, given, strict=True), segmenter)
         # group n + 1 is segmented, tokenised, planned and padded on a producer thread while
         # group n runs on the device (``Prefetch``: order kept, errors raised where they occur)
         planned = (self._plan_group(group, tokens, batch_size, batch_tokens) for group, tokens in _groups(docs, group_tokens))
@@ -298,24 +302,59 @@ class LandmarkEncoder:
         free, _total = torch.cuda.mem_get_info(self.device)
         return int(min(max(free // 4 // per_token, self.max_length), 1 << 18))
 
+    def _prepare_all(
+        self, docs: Iterable[tuple[str, str | None, Sequence[Sentence] | None]], segmenter: Segmenter | None
+    ) -> Iterator[_Document]:
+        """Documents ready to lay out, in order, their sentences tokenised a chunk of documents
+        at a time (one tokenizer call for many short documents)."""
+        chunk: list[tuple[str, str | None, Sequence[Sentence] | None]] = []
+        chars = 0
+        for doc in docs:
+            chunk.append(doc)
+            chars += len(doc[0]) if isinstance(doc[0], str) else 0
+            if chars >= _PREPARE_CHARS or len(chunk) >= _PREPARE_DOCS:
+                yield from self._prepare(chunk, segmenter)
+                chunk, chars = [], 0
+        if chunk:
+            yield from self._prepare(chunk, segmenter)
+
     def _prepare(
-        self, text: str, doc_id: str | None, sentences: Sequence[Sentence] | None, segmenter: Segmenter | None
-    ) -> _Document:
-        """A document's sentences (given, or segmented here) and their token ids: segmentation
-        measures each sentence as the layout tokenises it, so its ids are the layout's."""
-        if not isinstance(text, str):
-            raise TypeError(f"document texts must be str, got {type(text).__name__}")
-        if sentences is not None:
-            sents = [s if s.doc_id == doc_id else s.with_doc_id(doc_id) for s in sentences]
+        self, chunk: list[tuple[str, str | None, Sequence[Sentence] | None]], segmenter: Segmenter | None
+    ) -> list[_Document]:
+        """Documents' sentences (given, or segmented here) and their token ids.
+
+        Segmentation measures each sentence as the layout tokenises it (``measured_pieces``),
+        so that one tokenisation gives both the cut decision and the layout's ids; only the
+        pieces of a cut sentence are tokenised again."""
+        sentence_lists: list[list[Sentence]] = []
+        for text, doc_id, sentences in chunk:
+            if not isinstance(text, str):
+                raise TypeError(f"document texts must be str, got {type(text).__name__}")
+            if sentences is not None:
+                sents = [s if s.doc_id == doc_id else s.with_doc_id(doc_id) for s in sentences]
+            else:
+                sents = sentence_spans(text, segmenter, doc_id)
             _check_sentences(text, sents)
-            toks = self.layout.tokenize_sentences([s.text for s in sents], [s.space_before for s in sents])
-            return _Document(text, doc_id, sents, toks, sum(len(t) for t in toks))
-        sents, ids = segment_with_ids(
-            text, segmenter=segmenter, doc_id=doc_id, max_tokens=self.max_sentence_tokens, tokenizer=self.tokenizer,
-            space_before=self.causal,
-        )
-        _check_sentences(text, sents)
-        return _Document(text, doc_id, sents, self.layout.cap_ids(ids or []), sum(len(x) for x in ids or []))
+            sentence_lists.append(sents)
+        pieces = [
+            p for sents in sentence_lists for p in sentence_pieces(
+                [s.text for s in sents], [s.space_before for s in sents], self.causal)
+        ]
+        limit = self.max_sentence_tokens
+        ids, offsets = text_tokenizer(self.tokenizer).measure(pieces, offsets_over=limit)
+        out: list[_Document] = []
+        at = 0
+        for (text, doc_id, given), sents in zip(chunk, sentence_lists, strict=True):
+            n = len(sents)
+            doc_ids = ids[at : at + n]
+            if given is None and any(len(x) > limit for x in doc_ids):
+                first = (doc_ids, {k - at: v for k, v in offsets.items() if at <= k < at + n})
+                sents, doc_ids = _split_long(
+                    text, sents, self.tokenizer, limit, doc_id, self.causal, False, first=first
+                )
+            at += n
+            out.append(_Document(text, doc_id, sents, self.layout.cap_ids(doc_ids), sum(len(x) for x in doc_ids)))
+        return out
 
     def _plan_group(
         self, group: list[_Document], tokens: int, batch_size: int, batch_tokens: int | None

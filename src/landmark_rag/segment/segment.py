@@ -56,15 +56,23 @@ def segment_with_ids(
     later encoding of the same sentences (``encode.tokens``)."""
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__}")
-    if not text.strip():
+    sentences = sentence_spans(text, segmenter, doc_id)
+    if not sentences:
         return [], None if max_tokens is None else []
-    spans = (segmenter or sentencex_spans)(text)
-    sentences = spans_to_sentences(text, spans, doc_id)
     if max_tokens is None:
         return sentences, None
     if tokenizer is None:
         raise ValueError("max_tokens needs a tokenizer to count tokens")
     return _split_long(text, sentences, tokenizer, max_tokens, doc_id, space_before, store)
+
+
+def sentence_spans(text: str, segmenter: Segmenter | None = None, doc_id: str | None = None) -> list[Sentence]:
+    """The segmenter's sentences of ``text`` (``spans_to_sentences``), nothing cut or measured."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__}")
+    if not text.strip():
+        return []
+    return spans_to_sentences(text, (segmenter or sentencex_spans)(text), doc_id)
 
 
 def split_long_sentences(
@@ -82,10 +90,17 @@ def split_long_sentences(
     return _split_long(text, sentences, tokenizer, max_tokens, doc_id, space_before, True)[0]
 
 
+def measured_pieces(sentences: list[Sentence], space_before: bool) -> list[str]:
+    """The strings segmentation measures (and the layout tokenises) for ``sentences``."""
+    return [s.space_before + s.text for s in sentences] if space_before else [s.text for s in sentences]
+
+
 def _split_long(
     text: str, sentences: list[Sentence], tokenizer: Any, max_tokens: int, doc_id: str | None,
-    space_before: bool, store: bool,
+    space_before: bool, store: bool, first: tuple[list[np.ndarray], dict[int, np.ndarray]] | None = None,
 ) -> tuple[list[Sentence], list[np.ndarray]]:
+    """``first``: the measurement of ``sentences`` (their :func:`measured_pieces`, offsets over
+    ``max_tokens``) when the caller already has it, e.g. from one call for many documents."""
     if max_tokens < 1:
         raise ValueError("max_tokens must be >= 1")
     from landmark_rag.encode.tokens import text_tokenizer
@@ -97,13 +112,17 @@ def _split_long(
     cut_any = False
     while pending:
         again: list[tuple[int, int]] = []
-        for i in range(0, len(pending), _TOKENIZE_BATCH):
-            batch = pending[i : i + _TOKENIZE_BATCH]
+        step = len(pending) if first is not None else _TOKENIZE_BATCH
+        for i in range(0, len(pending), max(1, step)):
+            batch = pending[i : i + step]
             spaces = [_space_before(text, a) if space_before else "" for a, _ in batch]
-            ids, offsets = tt.measure(
-                [sp + text[a:b] for sp, (a, b) in zip(spaces, batch, strict=True)], offsets_over=max_tokens,
-                store=store,
-            )
+            if first is not None:
+                (ids, offsets), first = first, None
+            else:
+                ids, offsets = tt.measure(
+                    [sp + text[a:b] for sp, (a, b) in zip(spaces, batch, strict=True)], offsets_over=max_tokens,
+                    store=store,
+                )
             for k, ((a, b), sp, x) in enumerate(zip(batch, spaces, ids, strict=True)):
                 if len(x) <= max_tokens:
                     final.append((a, b))
