@@ -103,7 +103,10 @@ def test_an_error_in_the_middle_surfaces_as_itself(tiny_encoder, monkeypatch) ->
     class SegmenterFailed(RuntimeError):
         pass
 
+    threads: set[str] = set()
+
     def segmenter(text: str):
+        threads.add(threading.current_thread().name)
         if "chronicle" in text:
             raise SegmenterFailed("cannot split the chronicle")
         from landmark_rag.segment import sentencex_spans
@@ -112,6 +115,7 @@ def test_an_error_in_the_middle_surfaces_as_itself(tiny_encoder, monkeypatch) ->
 
     with pytest.raises(SegmenterFailed, match="chronicle"):
         enc.encode_documents(docs, segmenter=segmenter)
+    assert threads == {"landmark-prepare"}  # it was raised on the producer thread
     _wait_gone()
     with pytest.raises(TypeError, match="must be str"):
         enc.encode_documents([docs[0], docs[2], b"bytes"])  # type: ignore[list-item]

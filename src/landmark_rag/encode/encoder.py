@@ -255,8 +255,10 @@ class LandmarkEncoder:
         windows next to short documents' windows (a batch never has fewer than one window).
         Empty or whitespace-only documents give empty results. Documents are processed in
         groups of a bounded number of tokens so memory stays bounded however many or however
-        long the documents are. ``show_progress=None`` shows the bar only once the call has run a few
-        seconds (``landmark_rag.progress``).
+        long the documents are; while one group runs, the next is segmented, tokenised, laid
+        out and padded on a producer thread. On a CUDA device ``batch_tokens`` defaults to
+        :meth:`auto_batch_tokens` (from free device memory). ``show_progress=None`` shows the
+        bar only once the call has run a few seconds (``landmark_rag.progress``).
         """
         if isinstance(texts, str):
             raise TypeError("encode_documents takes a list of texts; use encode_document for one")
@@ -274,8 +276,12 @@ class LandmarkEncoder:
         docs = self._prepare_all(zip(texts, doc_ids, given, strict=True), segmenter)
         # group n + 1 is segmented, tokenised, planned and padded on a producer thread while
         # group n runs on the device (``Prefetch``: order kept, errors raised where they occur)
-        planned = (self._plan_group(group, tokens, batch_size, batch_tokens) for group, tokens in _groups(docs, group_tokens))
-        with Prefetch(planned, depth=1) as groups:
+        planned = (
+            self._plan_group(group, tokens, batch_size, batch_tokens) for group, tokens in _groups(docs, group_tokens)
+        )
+        # a call that fits one group (about 4 characters a token) has nothing to overlap
+        several = sum(len(t) for t in texts if isinstance(t, str)) > 4 * group_tokens
+        with Prefetch(planned, depth=1, thread=several) as groups:
             for plan in groups:
                 results.extend(self._encode_group(plan))
                 tokens_done += plan.tokens
@@ -300,6 +306,8 @@ class LandmarkEncoder:
         heads = int(getattr(cfg, "num_attention_heads", 16))
         per_token = 4 * (12 * hidden + 2 * inter + heads * self.max_length)
         free, _total = torch.cuda.mem_get_info(self.device)
+        # blocks torch's allocator holds but no tensor uses are free for a batch too
+        free += torch.cuda.memory_reserved(self.device) - torch.cuda.memory_allocated(self.device)
         return int(min(max(free // 4 // per_token, self.max_length), 1 << 18))
 
     def _prepare_all(

@@ -69,17 +69,20 @@ class Prefetch(Generic[T]):
     Items come out in order, each once. An exception the producer raises is raised to the
     consumer at the item where it happened, after every item before it. Leaving the ``with``
     block early (the consumer's own exception, a ``break``) stops the producer and joins it.
+    ``thread=False`` iterates ``items`` in the consumer's thread instead (nothing to overlap).
     """
 
     _DONE = object()
 
-    def __init__(self, items: Iterable[T], depth: int = 1) -> None:
+    def __init__(self, items: Iterable[T], depth: int = 1, *, thread: bool = True) -> None:
         self._items = items
         self._queue: queue.Queue[tuple[object, BaseException | None]] = queue.Queue(maxsize=max(1, depth))
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._produce, name="landmark-prepare", daemon=True)
+        self._thread = threading.Thread(target=self._produce, name="landmark-prepare", daemon=True) if thread else None
 
     def __enter__(self) -> Iterator[T]:
+        if self._thread is None:
+            return iter(self._items)
         self._thread.start()
         return self._consume()
 
@@ -90,6 +93,8 @@ class Prefetch(Generic[T]):
 
     def close(self) -> None:
         """Stop the producer (it ends at its next item) and wait for it."""
+        if self._thread is None:
+            return
         self._stop.set()
         while self._thread.is_alive():
             try:  # unblock a producer waiting on a full queue
