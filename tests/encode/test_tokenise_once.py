@@ -211,3 +211,25 @@ def test_the_cache_is_bounded(tiny_bert_dir: Path) -> None:
     tt = TextTokenizer(AutoTokenizer.from_pretrained(tiny_bert_dir), cache_tokens=100)
     tt.ids([f"sentence number {i} is here." for i in range(200)], store=True)
     assert 0 < tt._cached <= 100 and len(tt._cache) < 200
+
+
+def test_a_tokenizer_lookalike_is_called_not_bypassed(tiny_bert_dir: Path) -> None:
+    """A wrapper with a ``__call__`` of its own (e.g. one that counts) sees every text."""
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+
+    class Wrapper:
+        def __init__(self) -> None:
+            self.texts: list[str] = []
+
+        def __call__(self, texts, *args, **kwargs):
+            self.texts.extend(texts)
+            return tok(texts, *args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(tok, name)
+
+    wrapper = Wrapper()
+    tt = text_tokenizer(wrapper)
+    assert not tt.fast
+    assert [x.tolist() for x in tt.ids(TEXTS[:3])] == tok(TEXTS[:3], add_special_tokens=False)["input_ids"]
+    assert wrapper.texts == TEXTS[:3]

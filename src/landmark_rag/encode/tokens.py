@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -175,8 +176,15 @@ def _vocab_size(tokenizer: Any) -> int:
 def _fast_backend(tokenizer: Any) -> Any:
     """A private copy of a fast tokenizer's backend that tokenises as the tokenizer's own call
     does (no truncation, no padding, its special-token splitting); ``None`` when there is
-    none or it disagrees with the tokenizer on the probes."""
-    backend = getattr(tokenizer, "backend_tokenizer", None) if getattr(tokenizer, "is_fast", False) else None
+    none or it disagrees with the tokenizer on the probes.
+
+    Only a transformers tokenizer itself is bypassed: an object that merely behaves like one
+    (a wrapper with a ``__call__`` of its own, the ONNX export's tokenizer) is always called."""
+    transformers = sys.modules.get("transformers")
+    base = getattr(transformers, "PreTrainedTokenizerBase", None) if transformers is not None else None
+    if base is None or not isinstance(tokenizer, base) or not getattr(tokenizer, "is_fast", False):
+        return None
+    backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
         return None
     try:
