@@ -1,4 +1,4 @@
-"""Every sentence is tokenised once on its way into a store (``encode.tokens``).
+"""Every sentence is tokenised once on its way into a store (``segment.tokens``).
 
 A counting wrapper around a real tokenizer's Rust backend records every text that is
 tokenised, through the Hugging Face call or directly; each route that stores sentence
@@ -21,7 +21,7 @@ from transformers import AutoModel, AutoTokenizer
 
 from landmark_rag.encode import LandmarkConfig, LandmarkEncoder
 from landmark_rag.encode.layout import sentence_pieces
-from landmark_rag.encode.tokens import text_tokenizer
+from landmark_rag.segment.tokens import text_tokenizer
 from landmark_rag.segment import segment_sentences
 
 
@@ -206,7 +206,7 @@ def test_a_truncating_call_elsewhere_does_not_leak_in(tiny_bert_dir: Path) -> No
 
 
 def test_the_cache_is_bounded(tiny_bert_dir: Path) -> None:
-    from landmark_rag.encode.tokens import TextTokenizer
+    from landmark_rag.segment.tokens import TextTokenizer
 
     tt = TextTokenizer(AutoTokenizer.from_pretrained(tiny_bert_dir), cache_tokens=100)
     tt.ids([f"sentence number {i} is here." for i in range(200)], store=True)

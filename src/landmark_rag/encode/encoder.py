@@ -22,7 +22,7 @@ from landmark_rag.encode.pooling import last_hidden, pool_gathered
 from landmark_rag.encode.runtime.malloc import pin_mmap_threshold
 from landmark_rag.encode.runtime.parallel import Prefetch, auto_workers, run_batches
 from landmark_rag.encode.runtime.precision import autocast
-from landmark_rag.encode.tokens import text_tokenizer
+from landmark_rag.segment.tokens import text_tokenizer
 from landmark_rag.encode.untrained import warn_untrained_landmark
 from landmark_rag.progress import bar_options
 from landmark_rag.segment import Segmenter, segment_sentences
@@ -213,7 +213,7 @@ class LandmarkEncoder:
         """Sentences as this encoder sees them: long sentences cut to fit a window.
 
         Each sentence is measured as the layout tokenises it (with the whitespace before it
-        for a causal model), and its ids are kept (``encode.tokens``): encoding these same
+        for a causal model), and its ids are kept (``segment.tokens``): encoding these same
         sentences later, e.g. a framework's sentence nodes, does not tokenise them again."""
         return segment_sentences(
             text, segmenter=segmenter, doc_id=doc_id, max_tokens=self.max_sentence_tokens, tokenizer=self.tokenizer,

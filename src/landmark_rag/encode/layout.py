@@ -128,11 +128,11 @@ class Layout:
 
         ``spaces``: the whitespace before each sentence in its document (``Sentence.space_before``);
         ``None`` joins sentences with one space (see :func:`sentence_pieces`). Sentences a
-        caller segmented beforehand (``encode.tokens``) are not tokenised again.
+        caller segmented beforehand (``segment.tokens``) are not tokenised again.
         """
         if not texts:
             return []
-        from landmark_rag.encode.tokens import text_tokenizer
+        from landmark_rag.segment.tokens import text_tokenizer
 
         return self.cap_ids(text_tokenizer(self.tokenizer).ids(sentence_pieces(texts, spaces, self.causal)))
 
@@ -188,7 +188,7 @@ class Layout:
         """Inputs for queries: ``[instruction] query [LMK]`` pooled at the LMK
         (``query_pooling="landmark"``), or the whole query mean-pooled."""
         instr = self.query_instruction
-        from landmark_rag.encode.tokens import text_tokenizer
+        from landmark_rag.segment.tokens import text_tokenizer
 
         ids = text_tokenizer(self.tokenizer).ids([instr + t for t in texts])
         landmark = self.query_pooling is Pooling.LANDMARK

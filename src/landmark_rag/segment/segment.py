@@ -53,7 +53,7 @@ def segment_with_ids(
 ) -> tuple[list[Sentence], list[np.ndarray] | None]:
     """:func:`segment_sentences` and, when it measured them (``max_tokens``), each sentence's
     token ids (of ``space_before + text`` with ``space_before``); ``store`` keeps them for a
-    later encoding of the same sentences (``encode.tokens``)."""
+    later encoding of the same sentences (``segment.tokens``)."""
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__}")
     sentences = sentence_spans(text, segmenter, doc_id)
@@ -103,7 +103,7 @@ def _split_long(
     ``max_tokens``) when the caller already has it, e.g. from one call for many documents."""
     if max_tokens < 1:
         raise ValueError("max_tokens must be >= 1")
-    from landmark_rag.encode.tokens import text_tokenizer
+    from landmark_rag.segment.tokens import text_tokenizer
 
     tt = text_tokenizer(tokenizer)
     measured: dict[tuple[int, int], np.ndarray] = {}

@@ -1,5 +1,8 @@
 """Token ids of many texts at once, each sentence tokenised once on its way to the encoder.
 
+It lives with segmentation, the first step that tokenises (to cut long sentences); the
+encoder's layout reads the same ids.
+
 Why a module of its own: indexing used to tokenise every sentence two or three times
 (segmentation measured it with offsets, the layout tokenised it again, the write path
 counted the whole document once more, and a framework's splitter and embedding model each
