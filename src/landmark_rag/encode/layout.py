@@ -21,6 +21,7 @@ import numpy as np
 from landmark_rag.encode.config import LandmarkConfig, Pooling
 from landmark_rag.encode.models.registry import is_causal
 from landmark_rag.encode.windows import plan_windows
+from landmark_rag.segment.tokens import text_tokenizer
 
 #: Isolated landmarks as ``encode.attention`` takes them: ``(landmark id, mode, span)``.
 IsolatedLandmarks = tuple[int, str, int]
@@ -132,8 +133,6 @@ class Layout:
         """
         if not texts:
             return []
-        from landmark_rag.segment.tokens import text_tokenizer
-
         return self.cap_ids(text_tokenizer(self.tokenizer).ids(sentence_pieces(texts, spaces, self.causal)))
 
     def cap_ids(self, ids: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -188,8 +187,6 @@ class Layout:
         """Inputs for queries: ``[instruction] query [LMK]`` pooled at the LMK
         (``query_pooling="landmark"``), or the whole query mean-pooled."""
         instr = self.query_instruction
-        from landmark_rag.segment.tokens import text_tokenizer
-
         ids = text_tokenizer(self.tokenizer).ids([instr + t for t in texts])
         landmark = self.query_pooling is Pooling.LANDMARK
         cap = self.budget - (1 if landmark else 0)

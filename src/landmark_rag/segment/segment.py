@@ -9,6 +9,7 @@ import numpy as np
 
 from landmark_rag.segment.sentencex import sentencex_spans
 from landmark_rag.segment.spans import spans_to_sentences
+from landmark_rag.segment.tokens import text_tokenizer
 from landmark_rag.types import Sentence
 
 #: Any callable from text to ``(start, end)`` pairs (or objects with ``.start``/``.end``).
@@ -103,8 +104,6 @@ def _split_long(
     ``max_tokens``) when the caller already has it, e.g. from one call for many documents."""
     if max_tokens < 1:
         raise ValueError("max_tokens must be >= 1")
-    from landmark_rag.segment.tokens import text_tokenizer
-
     tt = text_tokenizer(tokenizer)
     measured: dict[tuple[int, int], np.ndarray] = {}
     final: list[tuple[int, int]] = []
