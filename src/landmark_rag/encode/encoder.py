@@ -22,11 +22,11 @@ from landmark_rag.encode.pooling import last_hidden, pool_gathered
 from landmark_rag.encode.runtime.malloc import pin_mmap_threshold
 from landmark_rag.encode.runtime.parallel import Prefetch, auto_workers, run_batches
 from landmark_rag.encode.runtime.precision import autocast
-from landmark_rag.segment.tokens import text_tokenizer
 from landmark_rag.encode.untrained import warn_untrained_landmark
 from landmark_rag.progress import bar_options
 from landmark_rag.segment import Segmenter, segment_sentences
-from landmark_rag.segment.segment import _split_long, sentence_spans
+from landmark_rag.segment.segment import sentence_spans, split_measured
+from landmark_rag.segment.tokens import text_tokenizer
 from landmark_rag.types import EncodedDocument, Sentence
 
 logger = logging.getLogger(__name__)
@@ -331,7 +331,7 @@ class LandmarkEncoder:
     ) -> list[_Document]:
         """Documents' sentences (given, or segmented here) and their token ids.
 
-        Segmentation measures each sentence as the layout tokenises it (``measured_pieces``),
+        Segmentation measures each sentence as the layout tokenises it (:func:`sentence_pieces`),
         so that one tokenisation gives both the cut decision and the layout's ids; only the
         pieces of a cut sentence are tokenised again."""
         sentence_lists: list[list[Sentence]] = []
@@ -357,7 +357,7 @@ class LandmarkEncoder:
             doc_ids = ids[at : at + n]
             if given is None and any(len(x) > limit for x in doc_ids):
                 first = (doc_ids, {k - at: v for k, v in offsets.items() if at <= k < at + n})
-                sents, doc_ids = _split_long(
+                sents, doc_ids = split_measured(
                     text, sents, self.tokenizer, limit, doc_id, self.causal, False, first=first
                 )
             at += n

@@ -64,7 +64,7 @@ def segment_with_ids(
         return sentences, None
     if tokenizer is None:
         raise ValueError("max_tokens needs a tokenizer to count tokens")
-    return _split_long(text, sentences, tokenizer, max_tokens, doc_id, space_before, store)
+    return split_measured(text, sentences, tokenizer, max_tokens, doc_id, space_before, store)
 
 
 def sentence_spans(text: str, segmenter: Segmenter | None = None, doc_id: str | None = None) -> list[Sentence]:
@@ -88,20 +88,19 @@ def split_long_sentences(
     is several tokens). Only cut pieces are tokenised again; every other sentence once.
     ``space_before`` as in :func:`segment_sentences`.
     """
-    return _split_long(text, sentences, tokenizer, max_tokens, doc_id, space_before, True)[0]
+    return split_measured(text, sentences, tokenizer, max_tokens, doc_id, space_before, True)[0]
 
 
-def measured_pieces(sentences: list[Sentence], space_before: bool) -> list[str]:
-    """The strings segmentation measures (and the layout tokenises) for ``sentences``."""
-    return [s.space_before + s.text for s in sentences] if space_before else [s.text for s in sentences]
-
-
-def _split_long(
+def split_measured(
     text: str, sentences: list[Sentence], tokenizer: Any, max_tokens: int, doc_id: str | None,
     space_before: bool, store: bool, first: tuple[list[np.ndarray], dict[int, np.ndarray]] | None = None,
 ) -> tuple[list[Sentence], list[np.ndarray]]:
-    """``first``: the measurement of ``sentences`` (their :func:`measured_pieces`, offsets over
-    ``max_tokens``) when the caller already has it, e.g. from one call for many documents."""
+    """:func:`split_long_sentences` that also returns each resulting sentence's token ids (of
+    its text, after its ``space_before`` with ``space_before``: the string the encoder's layout
+    tokenises, ``encode.layout.sentence_pieces``); ``store`` keeps them for a later encoding.
+
+    ``first``: the measurement of ``sentences`` (ids, and offsets of those over ``max_tokens``)
+    when the caller already has it, e.g. from one tokenizer call for many documents."""
     if max_tokens < 1:
         raise ValueError("max_tokens must be >= 1")
     tt = text_tokenizer(tokenizer)
