@@ -125,12 +125,17 @@ class TextTokenizer:
                     if len(x) > offsets_over:
                         offsets[k] = np.asarray(enc["offset_mapping"][k], dtype=np.int64).reshape(-1, 2)
             return ids, offsets
-        encodings = self.backend.encode_batch(texts, add_special_tokens=False)
+        # without offsets (``encode_batch_fast``, tokenizers >= 0.20) the backend is ~15 % faster;
+        # the few texts that need them (sentences to cut) are encoded again with offsets
+        fast = getattr(self.backend, "encode_batch_fast", None)
+        encodings = (fast or self.backend.encode_batch)(texts, add_special_tokens=False)
         ids = [np.array(e.ids, dtype=np.int64) for e in encodings]
         if offsets_over is not None:
-            for k, x in enumerate(ids):
-                if len(x) > offsets_over:
-                    offsets[k] = np.array(encodings[k].offsets, dtype=np.int64).reshape(-1, 2)
+            long = [k for k, x in enumerate(ids) if len(x) > offsets_over]
+            if long and fast is not None:
+                encodings = dict(zip(long, self.backend.encode_batch([texts[k] for k in long], add_special_tokens=False)))
+            for k in long:
+                offsets[k] = np.array(encodings[k].offsets, dtype=np.int64).reshape(-1, 2)
         return ids, offsets
 
     # ------------------------------------------------------------------ cache
