@@ -205,8 +205,10 @@ class LandmarkEncoder:
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` without special tokens (for budgets and statistics)."""
-        # verbose=False: counting a long text is not a model input; no "longer than 512" warning
-        return len(self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+        # the backend directly (``segment.tokens``): no transformers per-call overhead, no "longer
+        # than 512" warning (a count is not a model input), and a sentence already tokenised is
+        # read from the cache
+        return len(text_tokenizer(self.tokenizer).ids([text])[0])
 
     # ------------------------------------------------------------------ segmentation
     def segment(self, text: str, doc_id: str | None = None, segmenter: Segmenter | None = None) -> list[Sentence]:
