@@ -36,35 +36,14 @@ def segment_sentences(
     the measurement is the very tokenisation the encoder uses later.
     Empty or whitespace-only text gives an empty list.
     """
-    return segment_with_ids(
-        text, segmenter=segmenter, doc_id=doc_id, max_tokens=max_tokens, tokenizer=tokenizer,
-        space_before=space_before, store=True,
-    )[0]
-
-
-def segment_with_ids(
-    text: str,
-    *,
-    segmenter: Segmenter | None = None,
-    doc_id: str | None = None,
-    max_tokens: int | None = None,
-    tokenizer: Any = None,
-    space_before: bool = False,
-    store: bool = False,
-) -> tuple[list[Sentence], list[np.ndarray] | None]:
-    """:func:`segment_sentences` and, when it measured them (``max_tokens``), each sentence's
-    token ids (of ``space_before + text`` with ``space_before``); ``store`` keeps them for a
-    later encoding of the same sentences (``segment.tokens``)."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be str, got {type(text).__name__}")
     sentences = sentence_spans(text, segmenter, doc_id)
-    if not sentences:
-        return [], None if max_tokens is None else []
-    if max_tokens is None:
-        return sentences, None
+    if max_tokens is None or not sentences:
+        return sentences
     if tokenizer is None:
         raise ValueError("max_tokens needs a tokenizer to count tokens")
-    return split_measured(text, sentences, tokenizer, max_tokens, doc_id, space_before, store)
+    # store: these sentences come back to be encoded (a framework's parser, then its
+    # embedding model), which then reads their ids instead of tokenising them again
+    return split_measured(text, sentences, tokenizer, max_tokens, doc_id, space_before, True)[0]
 
 
 def sentence_spans(text: str, segmenter: Segmenter | None = None, doc_id: str | None = None) -> list[Sentence]:
