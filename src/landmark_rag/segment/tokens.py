@@ -42,10 +42,11 @@ logger = logging.getLogger(__name__)
 #: Texts per backend call: bounds the Encoding objects (and offsets) alive at once.
 _CHUNK = 2048
 
-#: Token ids the reuse cache keeps per tokenizer (int32: 4 bytes each, plus the text keys).
-#: Enough for a framework pipeline's parse-then-embed of a few thousand documents; past it
-#: the oldest entries go and those sentences are simply tokenised again.
-CACHE_TOKENS = 1 << 23
+#: Token ids the reuse cache keeps per tokenizer: 4M int64 ids (32 MB, about as much again
+#: for the texts), enough for a framework pipeline's parse-then-embed of some 3,000
+#: article-length documents; past it the oldest entries go and those sentences are simply
+#: tokenised again. ``text_tokenizer(tokenizer).clear()`` empties it.
+CACHE_TOKENS = 1 << 22
 
 #: Texts the fast path must tokenise exactly as the tokenizer's own call does before it is used.
 _PROBES = (
@@ -55,7 +56,7 @@ _PROBES = (
     "",
 )
 
-#: A long sentence's ids and its token offsets (relative to the text measured), or ``None``.
+#: Token offsets of a text: ``[n_tokens, 2]`` character spans within the text measured.
 Offsets = np.ndarray
 
 
