@@ -371,3 +371,21 @@ def test_help_uses_plain_value_labels(command: list[str]) -> None:
             assert not re.search(r"\b(BOOLEAN|TEXT|INTEGER)\b", line), line
     if command == ["index"]:
         assert re.search(r"paths\.\.\.\s+PATH\b", got.output) and re.search(r"--batch-size\s+INTEGER", got.output)
+
+
+def test_version() -> None:
+    import tomllib
+
+    from landmark_rag import __version__
+
+    declared = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]["version"]
+    assert __version__ == declared
+    assert cli("--version").stdout.strip() == f"landmark-rag {declared}"
+
+
+def test_missing_collection_lists_the_ones_there(indexed: Path) -> None:
+    for command in (["query", "anything"], ["info"]):
+        result = cli(*command, "--db", indexed, "--collection", "notes", ok=False)
+        assert result.exit_code == 1
+        assert "no collection 'notes'" in result.stderr and "it has: landmark" in result.stderr
+        assert "--collection NAME" in result.stderr and "__documents" not in result.stderr
