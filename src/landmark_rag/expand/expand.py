@@ -9,6 +9,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from landmark_rag.expand.headings import is_heading_line
 from landmark_rag.expand.strategies import Adaptive, Strategy, approx_tokens, choose_strategy
 from landmark_rag.store.schema import user_metadata
 from landmark_rag.types import Hit, Passage, Sentence, passage_pages
@@ -102,6 +103,7 @@ def expand_hits(
     if isinstance(strat, Adaptive) and query_vector is None:
         raise ValueError("the adaptive strategy needs the query vector")
     count = count_tokens or approx_tokens
+    hits = [h for h in hits if not is_heading_line(h.sentence)]  # headings are where, not what
     by_doc: dict[str, list[Hit]] = defaultdict(list)
     for h in hits:
         if h.sentence.doc_id is None:
@@ -140,6 +142,7 @@ def expand_hits(
                     lo -= 1
                 while hi + 1 < rng.stop and hi + 1 in sents:
                     hi += 1
+            lo, hi = _without_heading_edges(lo, hi, z, sents)
             spans.append(_Span(lo, hi, h.score, [z], h))
         spans_by_doc[doc_id] = spans
         sents_by_doc[doc_id] = sents
@@ -153,6 +156,16 @@ def expand_hits(
     else:
         passages.sort(key=lambda p: (-p.score, p.doc_id, p.start))
     return passages
+
+
+def _without_heading_edges(lo: int, hi: int, hit: int, sents: dict[int, Sentence]) -> tuple[int, int]:
+    """``lo..hi`` without heading lines at either end (the hit itself is never one): a heading
+    is the passage's metadata, and one at the end belongs to the next section."""
+    while lo < hit and is_heading_line(sents[lo]):
+        lo += 1
+    while hi > hit and is_heading_line(sents[hi]):
+        hi -= 1
+    return lo, hi
 
 
 def _best_prefix(hits: Sequence[Hit], spans_by_doc: dict[str, list[_Span]], limit: int) -> dict[str, list[_Span]]:
