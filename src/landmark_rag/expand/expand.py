@@ -12,7 +12,7 @@ import numpy as np
 from landmark_rag.expand.headings import is_heading_line
 from landmark_rag.expand.strategies import Adaptive, Strategy, approx_tokens, choose_strategy
 from landmark_rag.store.schema import user_metadata
-from landmark_rag.types import Hit, Passage, Sentence, passage_pages
+from landmark_rag.types import DENSE_SCORE, Hit, Passage, Sentence, passage_pages
 
 
 class SentenceSource(Protocol):
@@ -76,6 +76,16 @@ class _Span:
     score: float
     hits: list[int]
     best: Hit
+    cosine: float | None = None
+
+
+def _hit_cosine(hit: Hit) -> float | None:
+    value = hit.metadata.get(DENSE_SCORE) if hit.metadata else None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _best_cosine(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else max(a, b)
 
 
 def expand_hits(
@@ -143,7 +153,7 @@ def expand_hits(
                 while hi + 1 < rng.stop and hi + 1 in sents:
                     hi += 1
             lo, hi = _without_heading_edges(lo, hi, z, sents)
-            spans.append(_Span(lo, hi, h.score, [z], h))
+            spans.append(_Span(lo, hi, h.score, [z], h, _hit_cosine(h)))
         spans_by_doc[doc_id] = spans
         sents_by_doc[doc_id] = sents
     if max_passages is not None:
@@ -199,10 +209,11 @@ def _merge(spans: list[_Span]) -> list[_Span]:
             m = merged[-1]
             m.hi = max(m.hi, s.hi)
             m.hits.extend(s.hits)
+            m.cosine = _best_cosine(m.cosine, s.cosine)
             if s.score > m.score:
                 m.score, m.best = s.score, s.best
         else:
-            merged.append(_Span(s.lo, s.hi, s.score, list(s.hits), s.best))
+            merged.append(_Span(s.lo, s.hi, s.score, list(s.hits), s.best, s.cosine))
     return merged
 
 
@@ -221,4 +232,5 @@ def _passage(doc_id: str, span: _Span, sents: dict[int, Sentence]) -> Passage:
         metadata=user_metadata(span.best.metadata),
         pages=passage_pages(run),
         heading=run[0].heading,
+        cosine=span.cosine,
     )
