@@ -16,7 +16,6 @@ import pytest
 from conftest import EXCERPT, load_squad
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
-from tests.langchain.test_langchain import SquadCollection, assert_exact_passages, ingested_squad
 
 from landmark_rag.index.handoff import OutOfContextWarning
 from landmark_rag.langchain import (
@@ -25,6 +24,7 @@ from landmark_rag.langchain import (
     LandmarkRetriever,
     LandmarkTextSplitter,
 )
+from tests.langchain.test_langchain import SquadCollection, assert_exact_passages, ingested_squad
 
 FAISS = pytest.importorskip("langchain_community.vectorstores", reason="langchain-community (test extra)").FAISS
 pytest.importorskip("faiss", reason="faiss-cpu (test extra)")

@@ -16,10 +16,10 @@ import pytest
 
 pytest.importorskip("llama_index.core")
 
-from llama_index.core import Document, StorageContext, VectorStoreIndex  # noqa: E402
+from llama_index.core import Document, StorageContext, VectorStoreIndex
 
-from landmark_rag.index.handoff import OutOfContextWarning  # noqa: E402
-from landmark_rag.llama_index import (  # noqa: E402
+from landmark_rag.index.handoff import OutOfContextWarning
+from landmark_rag.llama_index import (
     BoundaryExpansionPostprocessor,
     LandmarkEmbedding,
     LandmarkNodeParser,
@@ -101,7 +101,7 @@ def test_docs_in_memory_block_runs(capsys):
     from pathlib import Path
 
     page = (Path(__file__).parents[2] / "docs" / "llama_index.md").read_text(encoding="utf-8")
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", page, flags=re.S) if "embed(LandmarkNodeParser" in b]
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", page, flags=re.DOTALL) if "embed(LandmarkNodeParser" in b]
     assert len(blocks) == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error", OutOfContextWarning)

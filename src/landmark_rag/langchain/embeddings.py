@@ -1,13 +1,15 @@
 """``LandmarkEmbeddings``: the landmark encoder behind LangChain's ``Embeddings`` interface.
 
-LangChain's interface embeds bare strings, each on its own: ``embed_documents`` cannot know
-that its texts are sentences of one document, so through it a text gets no context. That is
-correct for what the interface promises (and what ``langchain_chroma.Chroma`` calls), but it
-is *not* how landmark vectors are made. The context-aware vectors come from
-:meth:`LandmarkEmbeddings.embed_document_in_context` (one encoder pass over the whole
-document, one vector per sentence), which :class:`~landmark_rag.langchain.LandmarkRetriever`
-uses for ingestion. Queries are embedded the same way on both paths, so a collection
-ingested in context is searched correctly through either.
+LangChain's interface embeds bare strings: ``embed_documents`` cannot know that its texts
+are sentences of one document, so on its own a text gets no context. The context-aware
+vectors come from one encoder pass over a whole document
+(:meth:`LandmarkEmbeddings.embed_document_in_context`), which
+:class:`~landmark_rag.langchain.LandmarkRetriever` uses for ingestion and
+:class:`~landmark_rag.langchain.LandmarkTextSplitter` (built with these embeddings) runs for
+any other vector store, handing the vectors over (``landmark_rag.index.handoff``) so that
+``embed_documents`` returns them when the store adds the splitter's sentences. A splitter's
+sentence embedded alone warns (``OutOfContextWarning``). Queries are embedded the same way on
+every path, so a collection ingested in context is searched correctly through any of them.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from landmark_rag.encode import LandmarkEncoder
 from landmark_rag.encode.models.cache import load_encoder
 from landmark_rag.index.handoff import OutOfContextWarning, recent_sentences, vectors_for
 from landmark_rag.types import EncodedDocument
+
 
 class LandmarkEmbeddings(BaseModel, Embeddings):
     """Landmark Embedding for LangChain.
