@@ -78,6 +78,20 @@ def test_splitter_hands_in_context_vectors_to_any_store(make_store, tiny_embeddi
     np.testing.assert_allclose(again[0], tiny_embeddings.encoder.encode_texts([SHARED])[0], atol=1e-5)
 
 
+def test_a_document_split_again_hands_over_only_its_new_vectors(tiny_embeddings):
+    splitter = LandmarkTextSplitter(embeddings=tiny_embeddings)
+    splitter.split_documents(DOCS[:1])  # split, never added
+    edited = Document(id="lighthouse", page_content=f"A storm damaged the tower in 1901. {SHARED}")
+    sentences = splitter.split_documents([edited])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OutOfContextWarning)
+        store = in_memory(sentences, tiny_embeddings)
+    want = tiny_embeddings.embed_document_in_context(edited, "lighthouse").embeddings
+    np.testing.assert_allclose(stored_vectors(store, [s.id for s in sentences]), want, atol=1e-5)
+    with pytest.warns(OutOfContextWarning):  # the first split's vectors were dropped, not left waiting
+        tiny_embeddings.embed_documents([DOCS[0].page_content.split(". ")[0] + "."])
+
+
 def test_plain_splitter_into_a_store_warns_what_to_do(tiny_embeddings):
     sentences = LandmarkTextSplitter().split_documents(DOCS)
     with pytest.warns(OutOfContextWarning) as caught:

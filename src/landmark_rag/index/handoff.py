@@ -34,17 +34,40 @@ class OutOfContextWarning(UserWarning):
 
 
 class InContextVectors:
-    """Sentence vectors computed in context, waiting for the store to ask for their text."""
+    """Sentence vectors computed in context, waiting for the store to ask for their text.
+
+    Vectors are queued per text in the order they were put. Putting a document again (the
+    same ``doc_id``, e.g. re-split after an edit) first drops the vectors of its earlier
+    split that are still waiting, so a store never receives a stale version's vector.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._queues: dict[str, deque[np.ndarray]] = {}
+        self._queues: dict[str, deque[tuple[str | None, np.ndarray]]] = {}
+        self._texts_of: dict[str, set[str]] = {}
 
-    def put(self, texts: Sequence[str], vectors: Iterable[np.ndarray]) -> None:
-        """Queue ``vectors[i]`` for ``texts[i]``, after any already waiting for that text."""
+    def put(self, texts: Sequence[str], vectors: Iterable[np.ndarray], doc_ids: Sequence[str | None] | None = None) -> None:
+        """Queue ``vectors[i]`` for ``texts[i]`` (of document ``doc_ids[i]``), after any
+        already waiting for that text."""
+        owners = list(doc_ids) if doc_ids is not None else [None] * len(texts)
         with self._lock:
-            for text, vec in zip(texts, vectors, strict=True):
-                self._queues.setdefault(text, deque()).append(np.asarray(vec, dtype=np.float32))
+            for doc_id in {d for d in owners if d is not None}:
+                self._drop(doc_id)
+            for text, vec, doc_id in zip(texts, vectors, owners, strict=True):
+                self._queues.setdefault(text, deque()).append((doc_id, np.asarray(vec, dtype=np.float32)))
+                if doc_id is not None:
+                    self._texts_of.setdefault(doc_id, set()).add(text)
+
+    def _drop(self, doc_id: str) -> None:
+        for text in self._texts_of.pop(doc_id, ()):
+            queue = self._queues.get(text)
+            if queue is None:
+                continue
+            kept = deque(item for item in queue if item[0] != doc_id)
+            if kept:
+                self._queues[text] = kept
+            else:
+                del self._queues[text]
 
     def take(self, texts: Sequence[str]) -> list[np.ndarray | None]:
         """The waiting vector of every text (``None`` where none waits), each handed out once."""
@@ -55,15 +78,23 @@ class InContextVectors:
                 if not queue:
                     out.append(None)
                     continue
-                out.append(queue.popleft())
+                doc_id, vec = queue.popleft()
+                out.append(vec)
                 if not queue:
                     del self._queues[text]
+                if doc_id is not None and not any(d == doc_id for d, _ in self._queues.get(text, ())):
+                    owned = self._texts_of.get(doc_id)
+                    if owned is not None:
+                        owned.discard(text)
+                        if not owned:
+                            del self._texts_of[doc_id]
         return out
 
     def clear(self) -> None:
         """Forget every waiting vector."""
         with self._lock:
             self._queues.clear()
+            self._texts_of.clear()
 
     def __len__(self) -> int:
         with self._lock:

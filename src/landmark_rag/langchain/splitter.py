@@ -31,6 +31,7 @@ from landmark_rag.langchain.convert import sentence_document
 from landmark_rag.langchain.embeddings import LandmarkEmbeddings
 from landmark_rag.langchain.ids import source_documents
 from landmark_rag.segment import Segmenter, segment_sentences
+from landmark_rag.store.schema import DOC_ID
 from landmark_rag.types import Sentence
 
 
@@ -87,7 +88,8 @@ class LandmarkTextSplitter(BaseDocumentTransformer):
         texts = [d.page_content for d in out]
         recent_sentences.add(texts)
         if vectors is not None:
-            vectors_for(self.embeddings.encoder).put(texts, vectors)
+            owners = [str(d.metadata[DOC_ID]) for d in out]
+            vectors_for(self.embeddings.encoder).put(texts, vectors, owners)
         return out
 
     def _encode(self, sources: list[Any], per_doc: list[list[Sentence]]) -> Any:
