@@ -64,3 +64,13 @@ def test_built_wheel_holds_the_leaves_and_no_namespace_init(tmp_path):
         assert f"{ns}/__init__.py" not in names
     assert any(n.startswith("landmark_rag/samples/corpus/") for n in names)
     assert not any(n.startswith("data/") for n in names)  # the 2.3 MB data file is for clones, not installs
+
+
+def test_coverage_data_is_not_tracked_nor_packaged():
+    """Coverage output is local: hatch builds the sdist from what git tracks and does not ignore."""
+    git = subprocess.run(["git", "-C", str(REPO), "ls-files", ".coverage"], capture_output=True, text=True, check=False)
+    if git.returncode != 0:
+        pytest.skip("not a git checkout")
+    assert git.stdout.strip() == ""
+    ignored = subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", ".coverage"], check=False)
+    assert ignored.returncode == 0

@@ -68,6 +68,12 @@ class Hit:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+#: Hit metadata key for the cosine similarity of the query and the hit sentence's stored
+#: (in-context) vector, set wherever it is known (dense reads, the dense half of a fused read,
+#: re-scoring); the leading underscore keeps it out of user metadata and prompts.
+DENSE_SCORE = "_dense_score"
+
+
 @dataclass(slots=True)
 class Passage:
     """A contiguous run of sentences of one document returned to the user.
@@ -78,6 +84,12 @@ class Passage:
     ``pages``: every page the passage touches, first to last (``[11, 12]`` across a page
     break; empty for a document without pages); ``heading``: the heading its first
     sentence is under (``None``: none).
+
+    ``score`` ranks the passages of one search (a cosine in dense mode, BM25 in lexical mode,
+    the fused score in hybrid mode: normalised per query, so the top passage of a linear
+    fusion always scores 1). ``cosine`` is the cosine similarity of the query and the best
+    hit sentence's stored vector, the same quantity in every mode, comparable across queries
+    (``None`` where no hit had one, e.g. lexical mode).
     """
 
     doc_id: str
@@ -91,6 +103,7 @@ class Passage:
     metadata: dict[str, Any] = field(default_factory=dict)
     pages: list[int] = field(default_factory=list)
     heading: str | None = None
+    cosine: float | None = None
 
     @property
     def id(self) -> str:
@@ -108,6 +121,7 @@ class Passage:
             "last_sentence": self.last_index,
             "hit_sentences": ",".join(str(i) for i in self.hit_indices),
             "score": float(self.score),
+            **({"cosine": float(self.cosine)} if self.cosine is not None else {}),
             **self.position_metadata(),
         }
 

@@ -371,3 +371,59 @@ def test_help_uses_plain_value_labels(command: list[str]) -> None:
             assert not re.search(r"\b(BOOLEAN|TEXT|INTEGER)\b", line), line
     if command == ["index"]:
         assert re.search(r"paths\.\.\.\s+PATH\b", got.output) and re.search(r"--batch-size\s+INTEGER", got.output)
+
+
+def test_version() -> None:
+    import tomllib
+
+    from landmark_rag import __version__
+
+    declared = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]["version"]
+    assert __version__ == declared
+    assert cli("--version").stdout.strip() == f"landmark-rag {declared}"
+
+
+def test_missing_collection_lists_the_ones_there(indexed: Path) -> None:
+    for command in (["query", "anything"], ["info"]):
+        result = cli(*command, "--db", indexed, "--collection", "notes", ok=False)
+        assert result.exit_code == 1
+        assert "no collection 'notes'" in result.stderr and "it has: landmark" in result.stderr
+        assert "--collection NAME" in result.stderr and "__documents" not in result.stderr
+
+
+def test_cosine_is_one_quantity_in_every_mode_and_adapter(indexed: Path) -> None:
+    """``score`` ranks one question's passages (the fused score: the top is always 1 under
+    normalised linear fusion); ``cosine`` is the query's cosine with the best hit sentence's
+    stored vector, the same number from the CLI, LangChain and LlamaIndex."""
+    import chromadb
+    from llama_index.core.schema import NodeWithScore, QueryBundle
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+    from landmark_rag.langchain import LandmarkRetriever
+    from landmark_rag.llama_index import BoundaryExpansionPostprocessor, LandmarkEmbedding, LandmarkHybridRetriever
+
+    question = OXYGEN_Q[0]
+    hybrid = query_json(indexed, question, "-k", 3, "--mode", "hybrid")
+    dense = query_json(indexed, question, "-k", 3, "--mode", "dense")
+    assert hybrid[0]["score"] == 1.0 and 0 < hybrid[0]["cosine"] < 1
+    assert [r["score"] for r in dense] == [r["cosine"] for r in dense]  # dense: the score is the cosine
+    by_span = {(r["doc_id"], r["first_sentence"], r["last_sentence"]): r["cosine"] for r in dense}
+    for row in hybrid:
+        key = (row["doc_id"], row["first_sentence"], row["last_sentence"])
+        if key in by_span:
+            assert row["cosine"] == pytest.approx(by_span[key], abs=1e-5)
+    assert query_json(indexed, "Boyle combustion", "-k", 1, "--mode", "lexical")[0]["cosine"] is None
+    text = cli("query", question, "--db", indexed, "-k", 1).stdout
+    assert f"cosine {hybrid[0]['cosine']:.3f}" in text
+
+    lc = LandmarkRetriever(persist_directory=str(indexed), k=3).invoke(question)
+    assert [round(d.metadata["cosine"], 6) for d in lc] == pytest.approx([r["cosine"] for r in hybrid], abs=1e-5)
+
+    store = ChromaVectorStore(chroma_collection=chromadb.PersistentClient(path=str(indexed)).get_collection("landmark"))
+    embed = LandmarkEmbedding.for_vector_store(store)
+    hits = LandmarkHybridRetriever(store, embed, similarity_top_k=8).retrieve(question)
+    passages = BoundaryExpansionPostprocessor(vector_store=store, embed_model=embed, top_n=3).postprocess_nodes(
+        [NodeWithScore(node=h.node, score=h.score) for h in hits], QueryBundle(question)
+    )
+    assert passages[0].node.metadata["cosine"] == pytest.approx(hybrid[0]["cosine"], abs=1e-5)
+    assert "cosine" in passages[0].node.excluded_llm_metadata_keys

@@ -137,9 +137,29 @@ def test_llama_index_parser_then_embedding_tokenise_each_sentence_once(model_dir
     assert_once(counts, pieces, texts)
 
 
+def test_langchain_splitter_then_vector_store_tokenise_each_sentence_once(model_dir: Path, excerpt_articles) -> None:
+    """docs/langchain.md, "Any vector store": the splitter encodes, the store adds its output."""
+    from langchain_core.documents import Document
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from landmark_rag.langchain import LandmarkEmbeddings, LandmarkTextSplitter
+
+    encoder, counts = counting_encoder(model_dir)
+    texts = articles(excerpt_articles)
+    embeddings = LandmarkEmbeddings.from_encoder(encoder)
+    docs = [Document(id=f"d{i}", page_content=t) for i, t in enumerate(texts)]
+    sentences = LandmarkTextSplitter(embeddings=embeddings).split_documents(docs)
+    store = InMemoryVectorStore.from_documents(sentences, embedding=embeddings)
+    pieces = expected_pieces(model_dir, encoder, texts)
+    assert len(sentences) == len(pieces) == len(store.store)
+    assert_once(counts, pieces, texts)
+
+
 def test_langchain_splitter_then_retriever_tokenise_each_sentence_once(
     model_dir: Path, excerpt_articles, tmp_path: Path
 ) -> None:
+    """The sentences a splitter measured are not tokenised again when the retriever encodes
+    the same documents (the splitter's ids are kept for it)."""
     from langchain_core.documents import Document
 
     from landmark_rag.langchain import LandmarkEmbeddings, LandmarkRetriever, LandmarkTextSplitter
@@ -148,7 +168,7 @@ def test_langchain_splitter_then_retriever_tokenise_each_sentence_once(
     texts = articles(excerpt_articles)
     embeddings = LandmarkEmbeddings.from_encoder(encoder)
     docs = [Document(id=f"d{i}", page_content=t) for i, t in enumerate(texts)]
-    sentences = LandmarkTextSplitter(embeddings=embeddings).split_documents(docs)
+    sentences = LandmarkTextSplitter(embeddings=embeddings, in_context=False).split_documents(docs)
     retriever = LandmarkRetriever(embeddings=embeddings, persist_directory=str(tmp_path / "db"), collection_name="once")
     retriever.add_documents(docs)
     pieces = expected_pieces(model_dir, encoder, texts)

@@ -71,8 +71,20 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from landmark_rag import __version__
+
+        typer.echo(f"landmark-rag {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
     # A callback keeps Typer in multi-command mode even while only one sub-command is
     # registered (otherwise ``landmark-rag eval ...`` is rejected as an extra argument).
     pass

@@ -78,8 +78,17 @@ def open_existing_store(db: str, collection: str) -> ChromaSentenceStore:
     client = make_client(db)
     try:
         return ChromaSentenceStore.open(collection_name=collection, client=client, create=False)
-    except LookupError:
-        fail(f"the store at {db} has no collection {collection!r}: run `landmark-rag index` first")
+    except LookupError as exc:
+        fail(missing_collection(db, collection, exc))
+
+
+def missing_collection(db: str, collection: str, exc: BaseException) -> str:
+    """The line for a store without the collection asked for: the ones it has, or how to make one."""
+    available = getattr(exc, "available", None)
+    if available:
+        names = ", ".join(available)
+        return f"the store at {db} has no collection {collection!r}; it has: {names} (choose one with --collection NAME)"
+    return f"the store at {db} has no collection {collection!r}: run `landmark-rag index` first"
 
 
 def open_index(
@@ -110,8 +119,8 @@ def open_index(
                 db, collection=collection, model=model, device=device, overrides=overrides, create=create,
                 client=client, lazy=lazy, compile_encoder=compile_model,
             )
-        except LookupError:
-            fail(f"the store at {db} has no collection {collection!r}: run `landmark-rag index` first")
+        except LookupError as exc:
+            fail(missing_collection(db, collection, exc))
         except (ValueError, ModelNotFoundError):
             raise  # the model's errors: model_errors
         except Exception as exc:  # noqa: BLE001 - e.g. chromadb's InvalidArgumentError for a bad name

@@ -49,8 +49,9 @@ def query_command(
     """Retrieve passages for a question.
 
     Prints each passage with its source file, character span, score and the hit sentence
-    highlighted. ``--json``: a list of objects with source, doc_id, start, end, text, score,
-    first_sentence, last_sentence, hit_sentences; with ``--questions`` a list of
+    highlighted. ``--json``: a list of objects with source, doc_id, start, end, text, score
+    (ranks this question's passages), cosine (query to the best hit's vector: comparable
+    across questions), first_sentence, last_sentence, hit_sentences; with ``--questions`` a list of
     {"question", "passages"} objects. The model recorded in the store is used unless
     ``--model`` says otherwise (a different model is refused, exit code 3).
     """
@@ -123,6 +124,7 @@ def _passage_json(p, hits, rank: int) -> dict[str, Any]:
         "first_sentence": p.first_index,
         "last_sentence": p.last_index,
         "score": round(float(p.score), 6),
+        "cosine": None if p.cosine is None else round(float(p.cosine), 6),
         "pages": p.pages,
         "heading": p.heading,
         "text": p.text,
@@ -149,7 +151,8 @@ def _print_passages(question: str, passages, hits, *, show_question: bool) -> No
         head.append(sanitize(passage_source(p)), style="bold")
         if where := passage_location(p):
             head.append(f"  {sanitize(where)}", style="bold")
-        head.append(f"  chars {p.start}-{p.end}  sentences {p.first_index}-{p.last_index}  score {p.score:.3f}",
+        cosine = "" if p.cosine is None else f"  cosine {p.cosine:.3f}"
+        head.append(f"  chars {p.start}-{p.end}  sentences {p.first_index}-{p.last_index}  score {p.score:.3f}{cosine}",
                     style="dim")
         body = Text()
         for piece, is_hit in hit_segments(p, hs):

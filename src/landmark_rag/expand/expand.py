@@ -9,9 +9,10 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from landmark_rag.expand.headings import is_heading_line
 from landmark_rag.expand.strategies import Adaptive, Strategy, approx_tokens, choose_strategy
 from landmark_rag.store.schema import user_metadata
-from landmark_rag.types import Hit, Passage, Sentence, passage_pages
+from landmark_rag.types import DENSE_SCORE, Hit, Passage, Sentence, passage_pages
 
 
 class SentenceSource(Protocol):
@@ -75,6 +76,16 @@ class _Span:
     score: float
     hits: list[int]
     best: Hit
+    cosine: float | None = None
+
+
+def _hit_cosine(hit: Hit) -> float | None:
+    value = hit.metadata.get(DENSE_SCORE) if hit.metadata else None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _best_cosine(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else max(a, b)
 
 
 def expand_hits(
@@ -102,6 +113,7 @@ def expand_hits(
     if isinstance(strat, Adaptive) and query_vector is None:
         raise ValueError("the adaptive strategy needs the query vector")
     count = count_tokens or approx_tokens
+    hits = [h for h in hits if not is_heading_line(h.sentence)]  # headings are where, not what
     by_doc: dict[str, list[Hit]] = defaultdict(list)
     for h in hits:
         if h.sentence.doc_id is None:
@@ -140,7 +152,8 @@ def expand_hits(
                     lo -= 1
                 while hi + 1 < rng.stop and hi + 1 in sents:
                     hi += 1
-            spans.append(_Span(lo, hi, h.score, [z], h))
+            lo, hi = _without_heading_edges(lo, hi, z, sents)
+            spans.append(_Span(lo, hi, h.score, [z], h, _hit_cosine(h)))
         spans_by_doc[doc_id] = spans
         sents_by_doc[doc_id] = sents
     if max_passages is not None:
@@ -153,6 +166,16 @@ def expand_hits(
     else:
         passages.sort(key=lambda p: (-p.score, p.doc_id, p.start))
     return passages
+
+
+def _without_heading_edges(lo: int, hi: int, hit: int, sents: dict[int, Sentence]) -> tuple[int, int]:
+    """``lo..hi`` without heading lines at either end (the hit itself is never one): a heading
+    is the passage's metadata, and one at the end belongs to the next section."""
+    while lo < hit and is_heading_line(sents[lo]):
+        lo += 1
+    while hi > hit and is_heading_line(sents[hi]):
+        hi -= 1
+    return lo, hi
 
 
 def _best_prefix(hits: Sequence[Hit], spans_by_doc: dict[str, list[_Span]], limit: int) -> dict[str, list[_Span]]:
@@ -186,10 +209,11 @@ def _merge(spans: list[_Span]) -> list[_Span]:
             m = merged[-1]
             m.hi = max(m.hi, s.hi)
             m.hits.extend(s.hits)
+            m.cosine = _best_cosine(m.cosine, s.cosine)
             if s.score > m.score:
                 m.score, m.best = s.score, s.best
         else:
-            merged.append(_Span(s.lo, s.hi, s.score, list(s.hits), s.best))
+            merged.append(_Span(s.lo, s.hi, s.score, list(s.hits), s.best, s.cosine))
     return merged
 
 
@@ -208,4 +232,5 @@ def _passage(doc_id: str, span: _Span, sents: dict[int, Sentence]) -> Passage:
         metadata=user_metadata(span.best.metadata),
         pages=passage_pages(run),
         heading=run[0].heading,
+        cosine=span.cosine,
     )

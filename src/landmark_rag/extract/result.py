@@ -117,11 +117,16 @@ class Extracted:
 
     def locate(self, sentences: Sequence[Sentence]) -> list[Sentence]:
         """``sentences`` of this text with their ``page`` (where each starts) and ``heading``
-        (the nearest one at or before its start) set: the one place a sentence gets them."""
+        (the nearest one at or before its start) set: the one place a sentence gets them.
+
+        A heading line's own heading is the one it states: its title starts after the marks
+        (``## Ferries``), so it is looked up past them, not at the line's first character
+        (which would give the section before)."""
         out = []
         for s in sentences:
             page = self.page_at(s.start) if self.pages else None
-            head = self.heading_at(s.start) if self.headings else None
+            marks = len(s.text) - len(s.text.lstrip("#= \t"))
+            head = self.heading_at(s.start + marks) if self.headings else None
             out.append(replace(s, page=page.number if page else None, heading=head.title if head else None))
         return out
 

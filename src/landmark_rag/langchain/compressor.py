@@ -7,6 +7,10 @@ Wrapped in ``ContextualCompressionRetriever(base_compressor=BoundaryExpansionCom
 base_retriever=...)`` this compressor reads the neighbouring sentences from the collection
 and returns the expanded, merged passages (core ``expand_hits``), each an exact slice of
 its source document.
+
+With any other vector store (``InMemoryVectorStore``, FAISS, ...) the neighbours come from
+the sentences themselves: ``documents=`` (what ``LandmarkTextSplitter`` returned) or
+``docstore=`` (the vector store, or any store that returns them by id).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from landmark_rag.index import LandmarkIndex
 from landmark_rag.langchain.collection import CollectionAdapter
 from landmark_rag.langchain.convert import has_sentence_metadata, hit_from_document, passage_document
 from landmark_rag.langchain.embeddings import LandmarkEmbeddings
+from landmark_rag.langchain.sources import DocumentSentenceSource
 from landmark_rag.store import DEFAULT_COLLECTION, ChromaSentenceStore
 from landmark_rag.types import Hit
 
@@ -36,7 +41,13 @@ class BoundaryExpansionCompressor(CollectionAdapter, BaseDocumentCompressor):
     ``doc_id:index`` is looked up in the collection. Anything else is refused with a
     ``ValueError`` (it could not be placed in its source document).
 
-    - ``persist_directory`` / ``client`` / ``collection_name``: where the sentences live.
+    - ``persist_directory`` / ``client`` / ``collection_name``: the landmark Chroma collection
+      where the sentences live;
+    - or, for hits of any other vector store: ``documents`` (the sentence ``Document``s that
+      ``LandmarkTextSplitter`` returned) or ``docstore`` (anything that returns them by id:
+      the vector store itself through ``get_by_ids``, e.g. ``InMemoryVectorStore`` or FAISS,
+      or a ``BaseStore`` through ``mget``). Such stores give no vectors back, so hits keep
+      their input scores (``rescore`` has nothing to read) and ``adaptive`` is not available.
     - ``embeddings``: for the query vector; ``None`` uses the model recorded on the collection.
     - ``rescore``: score each hit as the cosine of the query and its stored vector (the
       retriever's own score is usually not passed along in ``Document``s). With ``False``,
@@ -58,12 +69,44 @@ class BoundaryExpansionCompressor(CollectionAdapter, BaseDocumentCompressor):
     rescore: bool = True
     k: int | None = Field(default=None, ge=1)
     order: Literal["score", "document"] = "score"
+    documents: list[Document] | None = Field(default=None, exclude=True)
+    docstore: Any = Field(default=None, exclude=True)
 
     _store: ChromaSentenceStore | None = PrivateAttr(default=None)
+    _sentences: DocumentSentenceSource | None = PrivateAttr(default=None)
     _index: LandmarkIndex | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
-        self._open_collection(create=False)
+        if self.documents is not None or self.docstore is not None:
+            if self.strategy is not None:
+                named = choose_strategy(self.strategy, self.strategy_params)
+                if isinstance(named, Adaptive):
+                    raise ValueError(
+                        "the adaptive strategy compares the neighbours' vectors, which documents=/docstore= "
+                        "do not hold: use front or surround, or a landmark Chroma collection"
+                    )
+            self._sentences = DocumentSentenceSource(self.documents, self.docstore)
+            return
+        try:
+            self._open_collection(create=False)
+        except LookupError as exc:
+            raise LookupError(
+                f"BoundaryExpansionCompressor reads the sentences around each hit from where they are kept, and "
+                f"has none: {exc}. With a landmark Chroma collection, name it (persist_directory= or client=, "
+                "collection_name=). With any other vector store, pass the sentences: "
+                "documents=<what LandmarkTextSplitter returned> or docstore=<the vector store> "
+                "(docs/langchain.md, 'Any vector store')."
+            ) from exc
+
+    @property
+    def source(self) -> Any:
+        """Where neighbours are read: the Chroma store, or the sentence documents given."""
+        return self._sentences if self._sentences is not None else self.store
+
+    def _embeddings(self) -> LandmarkEmbeddings:
+        if self.embeddings is None and self._sentences is not None:  # no collection recording a model
+            self.embeddings = LandmarkEmbeddings()
+        return CollectionAdapter._embeddings(self)
 
     @property
     def index(self) -> LandmarkIndex:
@@ -74,10 +117,11 @@ class BoundaryExpansionCompressor(CollectionAdapter, BaseDocumentCompressor):
         """
         if self._index is None:
             named = choose_strategy(self.strategy, self.strategy_params) if self.strategy is not None else None
-            needs_model = named is None or self.rescore or isinstance(named, Adaptive)
+            rescore = self.rescore and self._sentences is None
+            needs_model = named is None or rescore or isinstance(named, Adaptive)
             encoder = self._embeddings().encoder if needs_model else None
             self._index = LandmarkIndex(
-                self.store, encoder, strategy=self.strategy, strategy_params=self.strategy_params
+                self.source, encoder, strategy=self.strategy, strategy_params=self.strategy_params
             )
         return self._index
 
@@ -89,9 +133,10 @@ class BoundaryExpansionCompressor(CollectionAdapter, BaseDocumentCompressor):
         if not docs:
             return []
         index = self.index
-        vector = index.encode_query(query) if self.rescore or isinstance(index.strategy, Adaptive) else None
+        rescore = self.rescore and self._sentences is None  # only a collection holds the vectors
+        vector = index.encode_query(query) if rescore or isinstance(index.strategy, Adaptive) else None
         hits = self._hits(docs)
-        if self.rescore:
+        if rescore:
             hits = index.rescore(vector, hits)
         passages = index.expand(hits, query=vector, k=self.k, order=self.order)
         return [passage_document(p) for p in passages]
@@ -112,7 +157,13 @@ class BoundaryExpansionCompressor(CollectionAdapter, BaseDocumentCompressor):
                     "(doc_id, sentence_index, start, end) or an id 'doc_id:index' from a landmark collection; "
                     f"got metadata keys {sorted(doc.metadata)}"
                 )
-        if lookup:
+        if lookup and self._sentences is not None:
+            for sid, found_doc in self._sentences.lookup(list(lookup)).items():
+                out[lookup[sid]] = found_doc
+            missing = [sid for sid, pos in lookup.items() if out[pos] is None]
+            if missing:
+                raise ValueError(f"sentences {missing[:5]} are not in {self._sentences.describe()}")
+        elif lookup:
             for sid, text, md in self.store.records_by_id(list(lookup)):
                 out[lookup[sid]] = Document(page_content=text, metadata=md, id=sid)
             for sid, pos in lookup.items():  # a plain address "doc_id:index" (record ids carry "@version")

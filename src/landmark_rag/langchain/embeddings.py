@@ -1,20 +1,24 @@
 """``LandmarkEmbeddings``: the landmark encoder behind LangChain's ``Embeddings`` interface.
 
-LangChain's interface embeds bare strings, each on its own: ``embed_documents`` cannot know
-that its texts are sentences of one document, so through it a text gets no context. That is
-correct for what the interface promises (and what ``langchain_chroma.Chroma`` calls), but it
-is *not* how landmark vectors are made. The context-aware vectors come from
-:meth:`LandmarkEmbeddings.embed_document_in_context` (one encoder pass over the whole
-document, one vector per sentence), which :class:`~landmark_rag.langchain.LandmarkRetriever`
-uses for ingestion. Queries are embedded the same way on both paths, so a collection
-ingested in context is searched correctly through either.
+LangChain's interface embeds bare strings: ``embed_documents`` cannot know that its texts
+are sentences of one document, so on its own a text gets no context. The context-aware
+vectors come from one encoder pass over a whole document
+(:meth:`LandmarkEmbeddings.embed_document_in_context`), which
+:class:`~landmark_rag.langchain.LandmarkRetriever` uses for ingestion and
+:class:`~landmark_rag.langchain.LandmarkTextSplitter` (built with these embeddings) runs for
+any other vector store, handing the vectors over (``landmark_rag.index.handoff``) so that
+``embed_documents`` returns them when the store adds the splitter's sentences. A splitter's
+sentence embedded alone warns (``OutOfContextWarning``). Queries are embedded the same way on
+every path, so a collection ingested in context is searched correctly through any of them.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
@@ -22,7 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from landmark_rag.encode import LandmarkEncoder
 from landmark_rag.encode.models.cache import load_encoder
+from landmark_rag.index.handoff import OutOfContextWarning, recent_sentences, vectors_for
 from landmark_rag.types import EncodedDocument
+
 
 class LandmarkEmbeddings(BaseModel, Embeddings):
     """Landmark Embedding for LangChain.
@@ -85,16 +91,47 @@ class LandmarkEmbeddings(BaseModel, Embeddings):
 
     # ------------------------------------------------------------------ LangChain interface
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Embed each text on its own (no shared context), as LangChain expects.
+        """The vectors of ``texts``, in context wherever a splitter computed them.
 
-        A text of several sentences gets the mean of its sentence vectors; a blank text gets
-        the vector of the text itself as a query (the same unit vector for every blank text,
-        never a zero vector). For context-aware sentence vectors of a whole document use
-        :meth:`embed_document_in_context`.
+        A text that :class:`~landmark_rag.langchain.LandmarkTextSplitter` (built with these
+        embeddings, or others over the same model) produced gets its sentence's in-context
+        vector, which the splitter computed in one pass over the whole document: this is how
+        any LangChain ``VectorStore`` (``InMemoryVectorStore``, FAISS, pgvector, ...) receives
+        landmark vectors through its ordinary ``add_documents``/``from_documents``. Each such
+        vector is handed out once, in the order the splitter produced them.
+
+        Any other text is embedded on its own (no shared context): a text of several sentences
+        gets the mean of its sentence vectors; a blank text the vector of the text itself as a
+        query (never a zero vector). When such a text is a sentence a splitter produced (split
+        without ``embeddings=``, or embedded a second time), an :class:`OutOfContextWarning`
+        says so and what to do.
         """
         texts = list(texts)
         if not texts:
             return []
+        found = vectors_for(self.encoder).take(texts)
+        alone = [i for i, v in enumerate(found) if v is None]
+        out = np.zeros((len(texts), self.encoder.dim), dtype=np.float32)
+        for i, vec in enumerate(found):
+            if vec is not None:
+                out[i] = vec
+        if alone:
+            bare = [texts[i] for i in alone]
+            sentences = recent_sentences.count(t for t in bare if t.strip())
+            if sentences:
+                warnings.warn(
+                    f"{sentences} of {len(texts)} texts are sentences from LandmarkTextSplitter embedded alone, "
+                    "without the document around them (the vectors landmark retrieval is for are computed in "
+                    "context). Split with LandmarkTextSplitter(embeddings=<these embeddings>) right before adding "
+                    "the sentences to the store: the splitter then encodes each document once and this call "
+                    "returns those vectors (docs/langchain.md, 'Any vector store').",
+                    OutOfContextWarning,
+                    stacklevel=2,
+                )
+            out[alone] = self._embed_alone(bare)
+        return out.astype(float).tolist()
+
+    def _embed_alone(self, texts: list[str]) -> np.ndarray:
         vecs = self.encoder.encode_texts(texts, batch_size=self._batch_size(), show_progress=self.show_progress)
         blank = [i for i, t in enumerate(texts) if not t.strip()]
         if blank:
@@ -102,7 +139,7 @@ class LandmarkEmbeddings(BaseModel, Embeddings):
             # cosine index cannot rank): the model's vector of the text itself, as a
             # sentence-transformers model gives for "" (its special tokens only)
             vecs[blank] = self.encoder.encode_queries([texts[i] for i in blank], batch_size=self.query_batch_size)
-        return vecs.astype(float).tolist()
+        return vecs
 
     def embed_query(self, text: str) -> list[float]:
         """Embed a query (``query + LMK`` for landmark-trained models)."""

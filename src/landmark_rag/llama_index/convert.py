@@ -19,7 +19,7 @@ from landmark_rag.store.schema import DOC_ID, INDEX, STORE_KEYS, sentence_from_m
 from landmark_rag.types import Hit, Passage, Sentence
 
 #: Keys of a passage's span metadata (``Passage.span_metadata()``).
-SPAN_KEYS = ("doc_id", "start", "end", "first_sentence", "last_sentence", "hit_sentences", "score")
+SPAN_KEYS = ("doc_id", "start", "end", "first_sentence", "last_sentence", "hit_sentences", "score", "cosine")
 #: Where a reader puts a page's file and label (``SimpleDirectoryReader``: ``file_path``, else
 #: ``file_name``; ``page_label``).
 FILE_KEYS = ("file_path", "file_name")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import warnings
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -31,6 +32,7 @@ from llama_index.core.schema import BaseNode, MetadataMode
 from landmark_rag.encode import LandmarkEncoder
 from landmark_rag.encode.models.cache import load_encoder
 from landmark_rag.encode.models.registry import default_model_name
+from landmark_rag.index.handoff import OutOfContextWarning, recent_sentences
 from landmark_rag.llama_index.convert import (
     duplicate_id_message,
     is_sentence_node,
@@ -169,7 +171,24 @@ class LandmarkEmbedding(BaseEmbedding):
         return await asyncio.to_thread(self._get_text_embedding, text)
 
     def _get_text_embeddings(self, texts: list[str]) -> list[Embedding]:
-        """Each text is its own document: there is no context to put it in."""
+        """Each text is its own document: there is no context to put it in.
+
+        When the texts are sentence nodes of ``LandmarkNodeParser`` (LlamaIndex hands over
+        bare strings, e.g. ``VectorStoreIndex(nodes, embed_model=...)`` on nodes that carry no
+        embedding yet), an :class:`~landmark_rag.index.handoff.OutOfContextWarning` says so
+        and what to do.
+        """
+        sentences = recent_sentences.count(t for t in texts if t.strip())
+        if sentences:
+            warnings.warn(
+                f"{sentences} of {len(texts)} texts are sentence nodes of LandmarkNodeParser, embedded as bare "
+                "strings without their document (LlamaIndex passes the embedding model strings, e.g. in "
+                "VectorStoreIndex(nodes, embed_model=...) when the nodes carry no embedding yet). Embed the nodes "
+                "in context first: nodes = embed_model(nodes), or transformations=[parser, embed_model]; "
+                "VectorStoreIndex keeps the vectors nodes carry (docs/llama_index.md).",
+                OutOfContextWarning,
+                stacklevel=2,
+            )
         with self._run_lock:
             return self.encoder.encode_texts(texts, batch_size=self.embed_batch_size).tolist()
 

@@ -14,10 +14,11 @@ from typing import Any
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.node_parser.interface import NodeParser
-from llama_index.core.schema import BaseNode, Document, NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.utils import get_tqdm_iterable
 
 from landmark_rag.extract import Extracted
+from landmark_rag.index.handoff import recent_sentences
 from landmark_rag.llama_index.convert import HIDDEN_KEYS, join_page_nodes, node_text
 from landmark_rag.segment import Segmenter, segment_sentences
 from landmark_rag.store import content_hash, flat_metadata, sentence_id, sentence_metadata
@@ -200,6 +201,11 @@ class LandmarkNodeParser(NodeParser):
             node.start_char_idx, node.end_char_idx = start, end  # type: ignore[attr-defined]
             node.metadata = metadata
             node.relationships = relationships
+        # remembered (as hashes) so that LandmarkEmbedding can tell these sentences from
+        # standalone strings if LlamaIndex later hands them over bare, and warn
+        recent_sentences.add(
+            t for n in nodes if isinstance(n, TextNode) for t in (n.text, n.get_content(metadata_mode=MetadataMode.EMBED))
+        )
         return nodes
 
 

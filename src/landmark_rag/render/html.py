@@ -101,7 +101,7 @@ def render_page(
         out.append(
             f'<li><div class="rmeta"><a href="#p{rank}">#{rank}</a> {e(src)} &middot; characters '
             f"{p.start}&ndash;{p.end} &middot; sentences {p.first_index}&ndash;{p.last_index} &middot; "
-            f'score {p.score:.3f}</div><div class="ptext">{text}</div></li>'
+            f'score {p.score:.3f}{_cosine(p)}</div><div class="ptext">{text}</div></li>'
         )
     out.append("</ol>")
     offset = 0
@@ -151,3 +151,7 @@ def _anchor(doc_id: str) -> str:
 
 def _esc(text: str) -> str:
     return html.escape(text, quote=True)
+
+
+def _cosine(p: Passage) -> str:
+    return "" if p.cosine is None else f" &middot; cosine {p.cosine:.3f}"

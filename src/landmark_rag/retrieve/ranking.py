@@ -25,9 +25,8 @@ import numpy as np
 
 from landmark_rag.retrieve.fusion import FusionConfig, Mode, check_mode, fuse
 from landmark_rag.store.schema import sentence_id
-from landmark_rag.types import Hit
+from landmark_rag.types import DENSE_SCORE, Hit
 
-DENSE_SCORE = "_dense_score"
 LEXICAL_SCORE = "_lexical_score"
 
 
@@ -115,7 +114,10 @@ def _dense(request: Request, n: int, store: Any) -> Ranked:
     these are the sizes dense search has always asked for, so its results stay the same.
     """
     records = store.top(request.vector, n, where=request.where)
-    return Ranked(store.visible_hits(records), exhausted=len(records) < n)
+    hits = store.visible_hits(records)
+    for h in hits:  # a dense score is the cosine itself (Passage.cosine reads it here)
+        h.metadata[DENSE_SCORE] = float(h.score)
+    return Ranked(hits, exhausted=len(records) < n)
 
 
 def _lexical(request: Request, n: int, sources: Sources) -> Ranked:

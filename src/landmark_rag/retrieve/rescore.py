@@ -16,7 +16,7 @@ from typing import TypeVar
 import numpy as np
 
 from landmark_rag.expand import SentenceSource, read_sentences
-from landmark_rag.types import Hit, Passage
+from landmark_rag.types import DENSE_SCORE, Hit, Passage
 
 Scored = TypeVar("Scored", Hit, Passage)
 
@@ -45,7 +45,12 @@ def cosine_rescore(items: Sequence[Scored], source: SentenceSource, query_vector
         doc_id, indices = _sentences_of(item)
         doc_vecs = vectors.get(doc_id, {})
         scores = [float(doc_vecs[i] @ query) for i in indices if i in doc_vecs]
-        out.append(replace(item, score=max(scores)) if scores else replace(item))
+        if not scores:
+            out.append(replace(item))
+        elif isinstance(item, Hit):  # the cosine is known now: recorded for Passage.cosine
+            out.append(replace(item, score=max(scores), metadata={**item.metadata, DENSE_SCORE: max(scores)}))
+        else:
+            out.append(replace(item, score=max(scores), cosine=max(scores)))
     return out
 
 

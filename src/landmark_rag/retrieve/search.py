@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Literal, TypeVar
 
 from landmark_rag.expand import Strategy, expand_hits
+from landmark_rag.expand.headings import is_heading_line
 from landmark_rag.retrieve.ranking import Ranked, Request, Sources, read_best
 from landmark_rag.types import Hit, Passage
 
@@ -42,11 +43,15 @@ def find_hits(request: Request, n: int, sources: Sources) -> list[Hit]:
     """The best ``n`` visible sentence hits for ``request``, before expansion (best first).
 
     Scores are cosine (``dense``), BM25 (``lexical``) or the fused score (``hybrid``); fewer
-    than ``n`` only when the ranking runs out.
+    than ``n`` only when the ranking runs out. Heading lines are left out (``expand.headings``).
     """
     if n <= 0:
         return []
-    return _read_until(request, sources, n, list, n)[:n]
+
+    def content(hits: list[Hit]) -> list[Hit]:  # a heading line is metadata, never a hit
+        return [h for h in hits if not is_heading_line(h.sentence)]
+
+    return _read_until(request, sources, n, content, n)[:n]
 
 
 def find_passages(

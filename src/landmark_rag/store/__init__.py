@@ -14,9 +14,11 @@ from landmark_rag.store.client import (
     DEFAULT_COLLECTION,
     DEFAULT_DB,
     MEMORY,
+    CollectionNotFoundError,
     StoreError,
     is_server_url,
     make_client,
+    sentence_collections,
 )
 from landmark_rag.store.identity import (
     ModelNotRecordedError,
@@ -43,6 +45,7 @@ __all__ = [
     "MANIFEST_KEYS",
     "MEMORY",
     "ChromaSentenceStore",
+    "CollectionNotFoundError",
     "ModelNotRecordedError",
     "StoreError",
     "StoreMismatchError",
@@ -54,6 +57,7 @@ __all__ = [
     "record_model",
     "recorded_dim",
     "recorded_model",
+    "sentence_collections",
     "sentence_from_metadata",
     "sentence_id",
     "sentence_metadata",

@@ -72,6 +72,32 @@ def manifest_name(name: str) -> str:
     return f"{name}__documents"
 
 
+class CollectionNotFoundError(LookupError):
+    """A store has no collection of that name; ``available`` lists the ones it has (so the
+    message can say what to ask for instead)."""
+
+    def __init__(self, name: str, available: list[str]) -> None:
+        self.name = name
+        self.available = list(available)
+        super().__init__(f"no collection {name!r} in this store ({self.listing()})")
+
+    def listing(self) -> str:
+        if not self.available:
+            return "it has no collections"
+        return "its collections: " + ", ".join(repr(c) for c in self.available)
+
+
+def sentence_collections(client: Any) -> list[str]:
+    """Names of the sentence collections in a store, sorted (manifests left out); empty when
+    they cannot be listed."""
+    try:
+        found = client.list_collections()
+    except Exception:  # noqa: BLE001 - a listing is only ever used to explain another error
+        return []
+    names = sorted(str(getattr(c, "name", c)) for c in found)
+    return [n for n in names if not n.endswith("__documents")]
+
+
 def open_collections(client: Any, name: str, *, create: bool, metadata: dict[str, Any]) -> tuple[Any, Any | None]:
     """The sentence collection ``name`` and its manifest (``None`` when there is none).
 
@@ -84,7 +110,7 @@ def open_collections(client: Any, name: str, *, create: bool, metadata: dict[str
     try:
         collection = client.get_collection(name, embedding_function=None)
     except Exception as exc:  # chromadb raises NotFoundError / ValueError by version
-        raise LookupError(f"no collection {name!r} in this store") from exc
+        raise CollectionNotFoundError(name, sentence_collections(client)) from exc
     try:
         manifest = client.get_collection(manifest_name(name), embedding_function=None)
     except Exception:  # noqa: BLE001 - a collection written without the protocol

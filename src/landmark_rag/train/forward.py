@@ -2,25 +2,165 @@
 
 Training must produce exactly the vectors inference produces, so documents, queries and
 standalone units are laid out by the encoder's :class:`~landmark_rag.encode.layout.Layout`
-and pooled by ``encode.pooling`` - what ``LandmarkEncoder`` itself runs - and only the
+and pooled as ``encode.pooling`` pools - what ``LandmarkEncoder`` itself runs - and only the
 forward keeps gradients.
+
+Two things make a step cheap on the host, so a GPU does not wait on it:
+
+- :class:`TokenCache` tokenises every unit and query once per run (a run draws the same
+  article sentences again and again, and re-tokenising them was most of a GPU step's host
+  time);
+- :func:`prepare_jobs` turns a batch's jobs into padded tensors plus one flat gather index
+  (which batch row, which positions, which output slot) on the host, so the device pools a
+  whole batch with one gather instead of one small copy and one index per window. A
+  background thread (``train.prefetch``) runs it for the next step while this one trains.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from landmark_rag.encode.config import Pooling
-from landmark_rag.encode.layout import Job, Layout
-from landmark_rag.encode.pooling import last_hidden, pad_batch, pool
+from landmark_rag.encode.layout import Job, Layout, sentence_pieces
+from landmark_rag.encode.pooling import last_hidden, pad_batch
 from landmark_rag.train.examples import TrainExample
 
 Forward = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+#: ``(texts, spaces) -> token ids per text``, as ``Layout.tokenize_sentences`` returns them.
+Tokenize = Callable[[Sequence[str], Sequence[str] | None], list[np.ndarray]]
 
-__all__ = ["Forward", "document_vectors", "hf_forward", "pool_jobs"]
+__all__ = [
+    "Forward", "PreparedJobs", "TokenCache", "document_jobs", "document_vectors", "hf_forward",
+    "pool_jobs", "pool_prepared", "prepare_jobs",
+]
+
+
+class TokenCache:
+    """Token ids of every unit, standalone unit and query a run has laid out, each text tokenised once.
+
+    Keys are the exact strings the layout tokenises (a causal model's unit with the
+    whitespace before it), so a cached entry is what a fresh ``Layout`` call returns for
+    that text; a unit in context and the same unit alone (the distillation target) share one
+    tokenisation wherever their strings agree, and differ only in how many ids they keep. The
+    misses of one call are tokenised together in one batch. Safe to share between the step
+    thread and the prefetch thread: the tokenizer is used by one thread at a time.
+    """
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        # the layout's own tokenisation, uncapped: the caps are applied per use below
+        self._uncapped = replace(layout, pooling=Pooling.SENTENCE, budget=1 << 30)
+        self._ids: dict[str, np.ndarray] = {}
+        self._queries: dict[str, Job] = {}
+        self._lock = threading.Lock()
+        #: texts sent to the tokenizer so far (units, standalone units and queries together)
+        self.tokenised = 0
+
+    def _lookup(self, pieces: Sequence[str]) -> list[np.ndarray]:
+        if any(p not in self._ids for p in pieces):
+            with self._lock:  # one thread at a time uses the tokenizer
+                missing = list(dict.fromkeys(p for p in pieces if p not in self._ids))
+                ids = self._uncapped.tokenize_sentences(missing, [""] * len(missing))
+                self.tokenised += len(missing)
+                self._ids.update(zip(missing, ids, strict=True))
+        return [self._ids[p] for p in pieces]
+
+    def units(self, texts: Sequence[str], spaces: Sequence[str] | None = None) -> list[np.ndarray]:
+        """``layout.tokenize_sentences(texts, spaces)``, from the cache where it can."""
+        pieces = sentence_pieces(texts, spaces, self.layout.causal)
+        # Layout.tokenize_sentences' cap: room for the landmark unless each unit is alone
+        cap = self.layout.budget if self.layout.pooling is Pooling.SENTENCE else self.layout.budget - 1
+        return [ids[:cap] for ids in self._lookup(pieces)]
+
+    def standalone(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Ids of units embedded alone (the distillation target): capped at a whole window,
+        no landmark, as ``replace(layout, pooling=SENTENCE).tokenize_sentences`` gives them for
+        a text with nothing before it (a causal model's unit gets no leading space)."""
+        return [ids[: self.layout.budget] for ids in self._lookup(list(texts))]
+
+    def query_jobs(self, texts: Sequence[str]) -> list[Job]:
+        """``layout.query_jobs(texts)``, each query laid out once per run."""
+        if any(t not in self._queries for t in texts):
+            with self._lock:
+                missing = list(dict.fromkeys(t for t in texts if t not in self._queries))
+                jobs = self.layout.query_jobs(missing)
+                self.tokenised += len(missing)
+                self._queries.update(zip(missing, jobs, strict=True))
+        # a query job pools output row ``q``: the cached job says 0..n of its own call
+        return [replace(self._queries[t], sentences=np.array([q])) for q, t in enumerate(texts)]
+
+
+@dataclass
+class PreparedJobs:
+    """A batch of jobs ready for the device: padded ids and mask, and one gather index.
+
+    Row ``k`` of the output is the pooled vector of batch row ``rows[k]`` over positions
+    ``[starts[k], ends[k])`` (the landmark at ``ends[k] - 1``); rows come out grouped by
+    output group and, within a group, in unit order, ``counts`` per group.
+    """
+
+    ids: torch.Tensor
+    mask: torch.Tensor
+    rows: torch.Tensor
+    starts: torch.Tensor
+    ends: torch.Tensor
+    counts: list[int]
+
+    def to(self, device: torch.device | str) -> PreparedJobs:
+        """The tensors on ``device`` (asynchronous from pinned memory)."""
+        device = torch.device(device)
+        blocking = not (device.type == "cuda" and self.ids.is_pinned())
+        move = lambda t: t.to(device, non_blocking=not blocking)
+        return PreparedJobs(
+            move(self.ids), move(self.mask), move(self.rows), move(self.starts), move(self.ends), self.counts
+        )
+
+
+def prepare_jobs(jobs: Sequence[Job], n_out: Sequence[int], pad_id: int, pin: bool = False) -> PreparedJobs:
+    """Pad ``jobs`` and build their gather index; ``n_out[g]`` vectors are expected of group
+    ``g`` (``job.doc``), each unit pooled exactly once. ``pin``: page-locked host memory, so
+    the copy to a GPU can overlap the step before it."""
+    ids, mask = pad_batch(jobs, pad_id)
+    offsets = np.concatenate([[0], np.cumsum(np.asarray(n_out, dtype=np.int64))])
+    total = int(offsets[-1])
+    rows = np.full(total, -1, dtype=np.int64)
+    starts = np.zeros(total, dtype=np.int64)
+    ends = np.zeros(total, dtype=np.int64)
+    for r, job in enumerate(jobs):
+        slot = offsets[job.doc] + np.asarray(job.sentences, dtype=np.int64)
+        if len(slot) and ((slot >= offsets[job.doc + 1]).any() or (rows[slot] >= 0).any()):
+            raise RuntimeError(f"group {job.doc}: a unit is pooled twice or lies outside its group")
+        rows[slot], starts[slot], ends[slot] = r, job.starts, job.ends
+    if (rows < 0).any():
+        g = int(np.searchsorted(offsets, int(np.flatnonzero(rows < 0)[0]), side="right")) - 1
+        raise RuntimeError(f"group {g}: pooled {int((rows[offsets[g]:offsets[g + 1]] >= 0).sum())} of {n_out[g]} vectors")
+    out = PreparedJobs(ids, mask, torch.from_numpy(rows), torch.from_numpy(starts), torch.from_numpy(ends),
+                       [int(n) for n in n_out])
+    if pin:
+        out = PreparedJobs(*(t.pin_memory() for t in (out.ids, out.mask, out.rows, out.starts, out.ends)), out.counts)
+    return out
+
+
+def pool_prepared(forward: Forward, prepared: PreparedJobs, mode: Pooling, device: torch.device) -> list[torch.Tensor]:
+    """Run a prepared batch and return, per output group, ``[counts[g], dim]`` L2-normalised
+    vectors: ``LANDMARK`` takes each landmark's hidden state, ``MEAN`` averages the span (by
+    a cumulative sum, the arithmetic ``encode.pooling.pool`` uses), one gather for the batch."""
+    if mode not in (Pooling.LANDMARK, Pooling.MEAN):
+        raise ValueError(f"pooling mode must be 'landmark' or 'mean', not {mode!r}")
+    p = prepared.to(device)
+    hidden = forward(p.ids, p.mask).float()
+    if mode == Pooling.LANDMARK:
+        vecs = hidden[p.rows, p.ends - 1]
+    else:
+        csum = torch.cat([hidden.new_zeros(hidden.shape[0], 1, hidden.shape[2]), hidden.cumsum(1)], dim=1)
+        vecs = (csum[p.rows, p.ends] - csum[p.rows, p.starts]) / (p.ends - p.starts).clamp(min=1).unsqueeze(1).float()
+    return list(torch.split(F.normalize(vecs, dim=-1), p.counts))
 
 
 def pool_jobs(
@@ -29,31 +169,33 @@ def pool_jobs(
     """Run ``jobs`` in one padded batch and return, per output group, ``[n_out[g], dim]``
     L2-normalised vectors. ``job.doc`` names the output group; ``mode`` is ``LANDMARK`` or
     ``MEAN`` (``encode.pooling.pool``)."""
-    ids, mask = pad_batch(jobs, pad_id)
-    hidden = forward(ids.to(device), mask.to(device)).float()
-    rows: list[list[tuple[int, torch.Tensor]]] = [[] for _ in n_out]
-    for job, vec in zip(jobs, pool(hidden, jobs, mode), strict=True):
-        for k, i in enumerate(job.sentences.tolist()):
-            rows[job.doc].append((i, vec[k]))
-    out = []
-    for g, n in enumerate(n_out):
-        got = dict(rows[g])
-        if len(got) != n:
-            raise RuntimeError(f"group {g}: pooled {len(got)} of {n} vectors")
-        out.append(F.normalize(torch.stack([got[i] for i in range(n)]), dim=-1))
-    return out
+    return pool_prepared(forward, prepare_jobs(jobs, n_out, pad_id), mode, torch.device(device))
+
+
+def document_jobs(
+    layout: Layout, examples: Sequence[TrainExample], tokenize: Tokenize | None = None
+) -> tuple[list[Job], list[int]]:
+    """The jobs of each example laid out as one document (``job.doc`` = its index), and its
+    unit count; ``tokenize`` (e.g. :meth:`TokenCache.units`) defaults to the layout's own."""
+    tokenize = tokenize or layout.tokenize_sentences
+    jobs, counts = [], []
+    for d, ex in enumerate(examples):
+        jobs.extend(layout.document_jobs(tokenize(ex.units, ex.spaces), d))
+        counts.append(len(ex.units))
+    return jobs, counts
 
 
 def document_vectors(
-    layout: Layout, forward: Forward, examples: Sequence[TrainExample], device: torch.device
+    layout: Layout,
+    forward: Forward,
+    examples: Sequence[TrainExample],
+    device: torch.device | str,
+    tokenize: Tokenize | None = None,
 ) -> list[torch.Tensor]:
     """One L2-normalised vector per unit of each example (``[len(units), dim]`` each), laid
     out and pooled as ``encode_documents`` does with ``layout``, through ``forward`` (with gradients)."""
-    jobs, counts = [], []
-    for d, ex in enumerate(examples):
-        jobs.extend(layout.document_jobs(layout.tokenize_sentences(ex.units, ex.spaces), d))
-        counts.append(len(ex.units))
-    return pool_jobs(forward, jobs, counts, layout.pooling.reduction, layout.pad_id, device)
+    jobs, counts = document_jobs(layout, examples, tokenize)
+    return pool_jobs(forward, jobs, counts, layout.pooling.reduction, layout.pad_id, torch.device(device))
 
 
 def hf_forward(model: torch.nn.Module, layout: Layout | None = None) -> Forward:

