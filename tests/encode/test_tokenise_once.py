@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 from transformers import AutoModel, AutoTokenizer
 
 from landmark_rag.encode import LandmarkConfig, LandmarkEncoder
 from landmark_rag.encode.layout import sentence_pieces
-from landmark_rag.segment.tokens import text_tokenizer
 from landmark_rag.segment import segment_sentences
+from landmark_rag.segment.tokens import text_tokenizer
 
 
 class CountingBackend:
@@ -67,7 +68,7 @@ def counting_encoder(model_dir: Path, **overrides: Any) -> tuple[LandmarkEncoder
     config = LandmarkConfig(model_name=str(model_dir), pooling="landmark", max_length=64, **overrides)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        encoder = LandmarkEncoder(model, tokenizer, config, device=__import__("torch").device("cpu"))
+        encoder = LandmarkEncoder(model, tokenizer, config, device=torch.device("cpu"))
     return encoder, counts
 
 
