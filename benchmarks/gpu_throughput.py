@@ -163,7 +163,12 @@ def main(argv: list[str] | None = None) -> dict:
 
     tmp = Path(tempfile.mkdtemp(prefix="gpu-throughput-"))
     full = LandmarkEncoder.from_pretrained(build_model_dir(args.arch, tmp / "full"), device=device)
-    tokenizer = full.tokenizer.backend_tokenizer
+    # a private copy of the Rust tokenizer: a freshly loaded one may still truncate (to 128 or 512)
+    import copy
+
+    tokenizer = copy.deepcopy(full.tokenizer.backend_tokenizer)
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
     n_tokens = sum(len(tokenizer.encode(t, add_special_tokens=False).ids) for t in texts)
     rows: list[tuple[str, float, str]] = []
 
