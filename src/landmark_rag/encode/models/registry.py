@@ -115,8 +115,8 @@ def _landmark_minilm() -> ModelSource:
 #: earlier release wrote opening and searching with the weights they were built with
 #: (``store.identity.recorded_model``), while new stores get the current weights.
 PREVIOUS_VERSIONS: dict[str, tuple[str, ...]] = {
-    "landmark-minilm": ("landmark-minilm-v1",),
-    "landmark-minilm-lmk": ("landmark-minilm-lmk-v1",),
+    "landmark-minilm": ("landmark-minilm-v2", "landmark-minilm-v1"),
+    "landmark-minilm-lmk": ("landmark-minilm-lmk-v2", "landmark-minilm-lmk-v1"),
     "landmark-mpnet": ("landmark-mpnet-v1",),
 }
 
