@@ -13,34 +13,9 @@ from safetensors.torch import load_file
 from landmark_rag import LandmarkEncoder
 from landmark_rag.train import StageConfig, TrainConfig, Trainer, load_articles
 from landmark_rag.train.config import TrainingInputError
-from landmark_rag.train.prepare import prepare
 from landmark_rag.train.trainer import TRAINER_STATE
 
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "training-sample"
-
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-@pytest.fixture(scope="module")
-def sample_set(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("sample-set")
-    prepare(SAMPLE / "sample.json", SAMPLE / "raw", out, show_progress=False)
-    return out
-
-
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory) -> Path:
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    from landmark_rag.encode.models.registry import resolve
-
-    path = tmp_path_factory.mktemp("tiny")
-    tok = AutoTokenizer.from_pretrained(resolve("all-MiniLM-L6-v2").path)
-    torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=64, max_position_embeddings=128)).save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
 
 
 def _run(tiny_dir: Path, data: Path, out: Path, *, lora: bool, new_lmk: bool, resume: Path | None = None):

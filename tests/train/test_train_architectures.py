@@ -19,10 +19,10 @@ import warnings
 
 import numpy as np
 import pytest
+import tiny_models
 import torch
 from typer.testing import CliRunner
 
-import tiny_models
 from landmark_rag import LandmarkEncoder
 from landmark_rag.cli import _register, app
 from landmark_rag.encode.untrained import UntrainedLandmarkWarning

@@ -22,40 +22,16 @@ from landmark_rag.encode.pooling import pad_batch, pool
 from landmark_rag.train import StageConfig, TrainConfig, Trainer, load_articles
 from landmark_rag.train.config import TrainingInputError
 from landmark_rag.train.forward import TokenCache, document_jobs, hf_forward, pool_jobs
-from landmark_rag.train.prefetch import Prefetcher
-from landmark_rag.train.prepare import prepare
+from landmark_rag.train.prefetch import prefetch_steps
 from landmark_rag.train.trainer import check_device
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-SAMPLE = DATA / "training-sample"
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 TEXTS = ["The river froze in 1929.", "Ferries ran again in spring.", "It was sold, then sold again in 1935.",
          "Über café naïve résumé — 12,000 tonnes.", "The river froze in 1929."]
 SPACES = ["", " ", "\n\n", " ", "\n"]
-
-
-@pytest.fixture(scope="module")
-def sample_set(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("sample-set")
-    prepare(SAMPLE / "sample.json", SAMPLE / "raw", out, show_progress=False)
-    return out
-
-
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory) -> Path:
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    from landmark_rag.encode.models.registry import resolve
-
-    path = tmp_path_factory.mktemp("tiny")
-    tok = AutoTokenizer.from_pretrained(resolve("all-MiniLM-L6-v2").path)
-    torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=64, max_position_embeddings=128)).save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +156,7 @@ def _stream(rng: random.Random, fail_at: int | None = None):
         i += 1
 
 
-def test_prefetcher_keeps_order_draws_exactly_what_is_needed_and_records_the_stream():
+def test_prefetched_steps_keep_order_draw_exactly_what_is_needed_and_record_the_stream():
     rng, ref = random.Random(5), random.Random(5)
     expected = [[ref.random(), i] for i in range(6)]
     seen_threads = set()
@@ -189,10 +165,10 @@ def test_prefetcher_keeps_order_draws_exactly_what_is_needed_and_records_the_str
         seen_threads.add(threading.current_thread().name)
         return batch[1] * 10
 
-    with Prefetcher(_stream(rng), 6, rng, prepare_, depth=2) as steps:
+    with prefetch_steps(_stream(rng), 6, rng, prepare_, depth=2) as steps:
         got = list(steps)
     assert [s.batch for s in got] == expected and [s.inputs for s in got] == [i * 10 for i in range(6)]
-    assert seen_threads == {"landmark-rag-prefetch"}
+    assert threading.current_thread().name not in seen_threads  # prepared on the producer thread
     # the state recorded with step k is the stream's after drawing k: resuming from it draws k+1
     again = random.Random()
     again.setstate(got[2].rng_state)
@@ -200,21 +176,20 @@ def test_prefetcher_keeps_order_draws_exactly_what_is_needed_and_records_the_str
     assert rng.getstate() == got[-1].rng_state  # nothing drawn beyond the last step
 
 
-def test_prefetcher_raises_the_producers_exception_in_place_and_stops():
+def test_prefetched_steps_raise_the_producers_exception_in_place():
     rng = random.Random(0)
-    with Prefetcher(_stream(rng, fail_at=3), 10, rng, lambda b: b) as steps:
-        assert [steps.next().batch[1] for _ in range(3)] == [0, 1, 2]
+    with prefetch_steps(_stream(rng, fail_at=3), 10, rng, lambda b: b) as steps:
+        assert [next(steps).batch[1] for _ in range(3)] == [0, 1, 2]
         with pytest.raises(ValueError, match="bad batch 3"):
-            steps.next()
-    assert not any(t.name == "landmark-rag-prefetch" and t.is_alive() for t in threading.enumerate())
+            next(steps)
 
 
-def test_prefetcher_closed_early_ends_its_thread():
+def test_prefetched_steps_left_early_end_their_thread():
     rng = random.Random(0)
-    steps = Prefetcher(_stream(rng), 1000, rng, lambda b: b, depth=1)
-    steps.next()
-    steps.close()
-    assert not steps._thread.is_alive()
+    before = set(threading.enumerate())
+    with prefetch_steps(_stream(rng), 1000, rng, lambda b: b, depth=1) as steps:
+        next(steps)
+    assert not [t for t in set(threading.enumerate()) - before if t.is_alive()]
 
 
 def test_device_errors_are_clear_before_anything_loads(tmp_path):

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tiny_models
 from typer.testing import CliRunner
 
-import tiny_models
 from landmark_rag import LandmarkEncoder
 from landmark_rag.cli import _register, app
 from landmark_rag.datasets import read_squad

@@ -47,7 +47,7 @@ from landmark_rag.train.forward import (
     prepare_jobs,
 )
 from landmark_rag.train.loss import distillation_loss, position_aware_contrastive_loss
-from landmark_rag.train.prefetch import Prefetcher
+from landmark_rag.train.prefetch import PreparedStep, prefetch_steps
 from landmark_rag.train.squad import Article
 from landmark_rag.train.validation import validate
 
@@ -281,7 +281,7 @@ class Trainer:
                 for group, lr in zip(self.optimizer.param_groups, schedule.get_last_lr(), strict=True):
                     group["lr"] = lr  # the rate the interrupted run's next step would have used
                 start = None
-            with Prefetcher(
+            with prefetch_steps(
                 self.builder(stage), done + stage.steps - self.step, self.rng,
                 lambda batch, stage=stage: self.prepare_batch(batch, stage),
             ) as steps:
@@ -294,7 +294,8 @@ class Trainer:
         return self.history
 
     def _run_stage(
-        self, si: int, stage: StageConfig, schedule: Any, steps: Prefetcher[StepInputs], end: int, bar: Any
+        self, si: int, stage: StageConfig, schedule: Any, steps: Iterator[PreparedStep[StepInputs]], end: int,
+        bar: Any,
     ) -> None:
         """Optimiser steps of one stage until the run's step count reaches ``end``."""
         cfg = self.config
@@ -302,7 +303,7 @@ class Trainer:
         ema: float | None = None
         while self.step < end:
             lr = float(self.optimizer.param_groups[0]["lr"])
-            prepared = steps.next()
+            prepared = next(steps)
             self._rng_state = prepared.rng_state
             with self.accelerator.accumulate(self.model):
                 parts = self.batch_loss(prepared.batch, stage, prepared.inputs)
@@ -447,8 +448,16 @@ def load_adapter_weights(peft_model: Any, adapter: str, config: TrainConfig) -> 
 def _accelerator(config: TrainConfig) -> Any:
     """accelerate's handle on devices, mixed precision and gradient accumulation for ``config``."""
     from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
 
     cpu = config.device == "cpu" or (config.device is None and not torch.cuda.is_available())
+    # accelerate keeps one precision per process and refuses another: a second run in the same
+    # process (a notebook, a sweep) may choose its own. Only the precision state is dropped; the
+    # process-group state of `accelerate launch` (PartialState) stays.
+    if AcceleratorState._shared_state and AcceleratorState._shared_state.get("_mixed_precision") not in (
+        None, config.mixed_precision
+    ):
+        AcceleratorState._reset_state()
     return Accelerator(
         mixed_precision=config.mixed_precision,
         gradient_accumulation_steps=config.gradient_accumulation_steps,
