@@ -10,8 +10,7 @@ import zipfile
 
 import pytest
 
-from landmark_rag.extract import DocumentError, MissingExtraError, detect_format, extract
-from landmark_rag.ingest.decode import BadFileError
+from landmark_rag.extract import BadFileError, DocumentError, MissingExtraError, detect_format, extract
 
 
 def _zip(names: list[str]) -> bytes:

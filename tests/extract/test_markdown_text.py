@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from landmark_rag.extract import extract
-from landmark_rag.ingest.decode import BadFileError
+from landmark_rag.extract import BadFileError, extract
 
 NOTES = """---
 title: front matter is not a heading

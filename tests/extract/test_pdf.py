@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 from tests.extract.documents import PDF_PAGES, build_pdf
 
-from landmark_rag.extract import DocumentError, extract
-from landmark_rag.ingest.decode import BadFileError
+from landmark_rag.extract import BadFileError, DocumentError, extract
 from landmark_rag.segment import segment_sentences
 
 pytest.importorskip("pypdfium2")

@@ -25,7 +25,8 @@ from landmark_rag.datasets.squad import read_squad
 from landmark_rag.train.config import TrainConfig, TrainingInputError
 from landmark_rag.train.documents import load_documents, select_documents, source_kind
 from landmark_rag.train.prepare import DOCUMENTS_FILE, MANIFEST_FILE, PSEUDO_FILE, load_recipe, prepare
-from landmark_rag.train.prepare.exclude import exclusion_reason, normalise_title
+from landmark_rag.train.prepare.exclude import exclusion_reason
+from landmark_rag.train.prepare.recipe import normalise_title
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "tests" / "data" / "training-sample"

@@ -31,7 +31,9 @@ from landmark_rag.types import EncodedDocument, Sentence
 
 logger = logging.getLogger(__name__)
 
-#: Tokens per group of documents encoded together; bounds memory in encode_documents.
+#: Tokens per group of documents encoded together; bounds memory in encode_documents. Not
+#: the write path's ``ingest.write.GROUP_TOKENS``: that smaller bound is what one call here
+#: gets, for fine-grained progress and interruption.
 _GROUP_TOKENS = 1 << 17
 #: Characters (and documents) whose sentences are tokenised in one tokenizer call.
 _PREPARE_CHARS = 1 << 18

@@ -10,7 +10,7 @@ from typing import Literal, Protocol
 import numpy as np
 
 from landmark_rag.expand.headings import is_heading_line
-from landmark_rag.expand.strategies import Adaptive, Strategy, approx_tokens, choose_strategy
+from landmark_rag.expand.strategies import Strategy, approx_tokens, choose_strategy
 from landmark_rag.store.schema import user_metadata
 from landmark_rag.types import DENSE_SCORE, Hit, Passage, Sentence, passage_pages
 
@@ -110,8 +110,8 @@ def expand_hits(
     into (and so swallow) the best passages are not used.
     """
     strat = choose_strategy(strategy)
-    if isinstance(strat, Adaptive) and query_vector is None:
-        raise ValueError("the adaptive strategy needs the query vector")
+    if strat.needs_vectors and query_vector is None:  # before any read from the source
+        raise ValueError(f"the {type(strat).__name__.lower()} strategy needs the query vector")
     count = count_tokens or approx_tokens
     hits = [h for h in hits if not is_heading_line(h.sentence)]  # headings are where, not what
     by_doc: dict[str, list[Hit]] = defaultdict(list)
@@ -129,8 +129,7 @@ def expand_hits(
         )
         for doc_id, doc_hits in by_doc.items()
     }
-    adaptive = isinstance(strat, Adaptive)
-    all_sents, all_vecs = read_sentences(source, requests, embeddings=adaptive) if requests else ({}, {})
+    all_sents, all_vecs = read_sentences(source, requests, embeddings=strat.needs_vectors) if requests else ({}, {})
     for doc_id, doc_hits in by_doc.items():
         sents = dict(all_sents.get(doc_id, {}))
         for h in doc_hits:  # the hit itself is always available
@@ -139,19 +138,7 @@ def expand_hits(
         spans = []
         for h in doc_hits:
             z = h.sentence.index
-            if isinstance(strat, Adaptive):
-                # the hit's own cosine is the reference: equal to a vector hit's score, and the
-                # only meaningful one for a fused or lexical hit (whose score is RRF or BM25)
-                ref = float(np.asarray(vecs[z]) @ np.asarray(query_vector)) if z in vecs else h.score
-                texts = {i: s.text for i, s in sents.items()}
-                lo, hi = strat.choose(z, ref, np.asarray(query_vector), texts, vecs, count)
-            else:
-                rng = strat.candidates(z)
-                lo, hi = z, z
-                while lo - 1 >= rng.start and lo - 1 in sents:
-                    lo -= 1
-                while hi + 1 < rng.stop and hi + 1 in sents:
-                    hi += 1
+            lo, hi = strat.span(z, h.score, sents, vecs, query_vector, count)
             lo, hi = _without_heading_edges(lo, hi, z, sents)
             spans.append(_Span(lo, hi, h.score, [z], h, _hit_cosine(h)))
         spans_by_doc[doc_id] = spans

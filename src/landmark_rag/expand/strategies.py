@@ -2,23 +2,54 @@
 
 Position-aware training makes a hit mark the *end* of the useful span (the information
 boundary), so the paper's default looks backwards (``Front``). A strategy maps a hit to a
-sentence range; it never touches stores or text, which keeps it testable and shared by
-every adapter.
+sentence range (``span``, given the sentences a store supplied); it never reads stores
+itself, which keeps it testable and shared by every adapter.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
+
+from landmark_rag.types import Sentence
 
 StrategyName = Literal["front", "surround", "adaptive"]
 
 
+class _Window:
+    """A fixed window around the hit: the span is every candidate sentence the source
+    supplied that is contiguous with the hit (none past a document's start or end)."""
+
+    #: Whether ``span`` needs the stored sentence vectors and the query vector.
+    needs_vectors: ClassVar[bool] = False
+
+    def candidates(self, hit: int) -> range:
+        raise NotImplementedError
+
+    def span(
+        self,
+        hit: int,
+        score: float,
+        sents: Mapping[int, Sentence],
+        vectors: Mapping[int, np.ndarray],
+        query: np.ndarray | None,
+        count_tokens: Callable[[str], int],
+    ) -> tuple[int, int]:
+        """The inclusive sentence range ``(lo, hi)`` of the passage around ``hit``."""
+        rng = self.candidates(hit)
+        lo = hi = hit
+        while lo - 1 >= rng.start and lo - 1 in sents:
+            lo -= 1
+        while hi + 1 < rng.stop and hi + 1 in sents:
+            hi += 1
+        return lo, hi
+
+
 @dataclass(frozen=True)
-class Front:
+class Front(_Window):
     """The hit and its ``k - 1`` predecessors (the paper's Front-k, k=3)."""
 
     k: int = 3
@@ -32,7 +63,7 @@ class Front:
 
 
 @dataclass(frozen=True)
-class Surround:
+class Surround(_Window):
     """``before`` sentences before and ``after`` after the hit (the sentence-window style)."""
 
     before: int = 1
@@ -63,8 +94,29 @@ class Adaptive:
     max_before: int = 8
     max_after: int = 2
 
+    needs_vectors: ClassVar[bool] = True
+
     def candidates(self, hit: int) -> range:
         return range(hit - self.max_before, hit + self.max_after + 1)
+
+    def span(
+        self,
+        hit: int,
+        score: float,
+        sents: Mapping[int, Sentence],
+        vectors: Mapping[int, np.ndarray],
+        query: np.ndarray | None,
+        count_tokens: Callable[[str], int],
+    ) -> tuple[int, int]:
+        """The inclusive sentence range ``(lo, hi)`` of the passage around ``hit`` (:meth:`choose`)."""
+        if query is None:
+            raise ValueError("the adaptive strategy needs the query vector")
+        q = np.asarray(query)
+        # the hit's own cosine is the reference: equal to a vector hit's score, and the
+        # only meaningful one for a fused or lexical hit (whose score is RRF or BM25)
+        ref = float(np.asarray(vectors[hit]) @ q) if hit in vectors else score
+        texts = {i: s.text for i, s in sents.items()}
+        return self.choose(hit, ref, q, texts, vectors, count_tokens)
 
     def choose(
         self,

@@ -3,7 +3,7 @@
 ``DocumentError`` subclasses ``BadFileError`` (the reason a text file is not readable), so
 every caller that skips undecodable text files with their reason (the indexer, the Ray
 workers) skips a scanned, encrypted or corrupt PDF the same way, with no new handling.
-Both live here, below the ingestion, which imports them (``ingest/decode.py`` re-exports).
+Both live here, below the ingestion, which imports them from here.
 """
 
 from __future__ import annotations

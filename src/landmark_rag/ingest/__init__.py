@@ -2,21 +2,24 @@
 
 ``ingest/write.py`` holds the steps every writer goes through (skip unchanged, finish an
 interrupted write, group, encode, store); ``sources.py`` what a document to write is and how
-files, texts and dataset rows become one; ``discover.py`` / ``decode.py`` which files, and
-their text (what a file is and how it is read: ``landmark_rag.extract``); ``pages.py`` how
-a framework loader's pages of one file become one document. ``LandmarkIndex.add_texts`` /
+files, texts and dataset rows become one (what a file is and how it is read:
+``landmark_rag.extract``); ``discover.py`` which files; ``pages.py`` how a framework
+loader's pages of one file become one document. ``LandmarkIndex.add_texts`` /
 ``add_files``, the CLI's ``index`` and the Ray workers all run through it.
 """
 
-from landmark_rag.ingest.decode import BadFileError, decode_bytes, decode_text, read_document
+from landmark_rag.extract import BadFileError
+from landmark_rag.extract.text import decode_bytes
 from landmark_rag.ingest.discover import FileSet, SkippedPath, SourceFile, UnusablePathError, discover_files, find_files
 from landmark_rag.ingest.pages import Page, join_pages, shared_metadata
 from landmark_rag.ingest.report import FileOutcome, IndexReport, StoreFailedError
 from landmark_rag.ingest.sources import (
     SourceDocument,
+    decode_text,
     file_documents,
     file_metadata,
     hash_id,
+    read_document,
     read_file,
     readable_files,
     row_document,

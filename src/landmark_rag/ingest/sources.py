@@ -13,8 +13,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from landmark_rag.extract import Extracted, extract
-from landmark_rag.ingest.decode import BadFileError, decode_text
+from landmark_rag.extract import BadFileError, Extracted, extract
+from landmark_rag.extract.text import decode_bytes
 from landmark_rag.ingest.discover import FileSet, SourceFile
 from landmark_rag.ingest.report import FileOutcome
 from landmark_rag.store import content_hash
@@ -67,6 +67,27 @@ def hash_id(text: str) -> str:
 def file_metadata(file: SourceFile) -> dict[str, Any]:
     """Metadata stored with every sentence of a file: where it came from."""
     return {FILE_SOURCE: str(file.path), FILE_ROOT: str(file.root)}
+
+
+def read_document(path: str | Path) -> str:
+    """The document text of one file (:func:`landmark_rag.extract.extract`, which also gives
+    its pages and headings); a file that is none is ``BadFileError``."""
+    return extract(path).text
+
+
+def decode_text(value: Any) -> str:
+    """A document's text given as a value (a dataset column): ``str`` as is, ``bytes`` by
+    :func:`~landmark_rag.extract.text.decode_bytes`; no text, or text without a word, is
+    :class:`BadFileError`."""
+    if isinstance(value, bytes):
+        return decode_bytes(value)
+    if value is None:
+        raise BadFileError("empty document (no text)")
+    if not isinstance(value, str):
+        raise BadFileError(f"text is {type(value).__name__}, not str")
+    if not value.strip():
+        raise BadFileError("empty document (whitespace only)")
+    return value
 
 
 def read_file(file: SourceFile) -> SourceDocument | FileOutcome:

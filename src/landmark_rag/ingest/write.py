@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from tqdm.auto import tqdm
 
-from landmark_rag.ingest.decode import BadFileError
+from landmark_rag.extract import BadFileError
 from landmark_rag.ingest.report import FileOutcome, IndexReport, Status, StoreFailedError
 from landmark_rag.ingest.sources import FILE_ROOT, FILE_SOURCE, SourceDocument
 from landmark_rag.progress import bar_options

@@ -9,7 +9,7 @@ import numpy as np
 
 from landmark_rag.segment.sentencex import sentencex_spans
 from landmark_rag.segment.spans import spans_to_sentences
-from landmark_rag.segment.tokens import text_tokenizer
+from landmark_rag.segment.tokens import TOKENIZE_BATCH, text_tokenizer
 from landmark_rag.types import Sentence
 
 #: Any callable from text to ``(start, end)`` pairs (or objects with ``.start``/``.end``).
@@ -89,7 +89,7 @@ def split_measured(
     cut_any = False
     while pending:
         again: list[tuple[int, int]] = []
-        step = len(pending) if first is not None else _TOKENIZE_BATCH
+        step = len(pending) if first is not None else TOKENIZE_BATCH
         for i in range(0, len(pending), max(1, step)):
             batch = pending[i : i + step]
             spaces = [_space_before(text, a) if space_before else "" for a, _ in batch]
@@ -136,10 +136,6 @@ def _trimmed_span(text: str, s: int, e: int) -> tuple[int, int] | None:
     while e > s and text[e - 1].isspace():
         e -= 1
     return (s, e) if e > s else None
-
-
-#: Sentences per tokenizer call when measuring; bounds memory on very long documents.
-_TOKENIZE_BATCH = 2048
 
 
 def _cut(text: str, start: int, end: int, offsets: list[tuple[int, int]], max_tokens: int) -> list[tuple[int, int]]:

@@ -39,8 +39,9 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-#: Texts per backend call: bounds the Encoding objects (and offsets) alive at once.
-_CHUNK = 2048
+#: Texts per tokenizer call: bounds the Encoding objects (and offsets) alive at once, here
+#: and wherever sentences are measured in batches (``segment.split_measured``).
+TOKENIZE_BATCH = 2048
 
 #: Token ids the reuse cache keeps per tokenizer: 4M int64 ids (32 MB, about as much again
 #: for the texts), enough for a framework pipeline's parse-then-embed of some 3,000
@@ -103,8 +104,8 @@ class TextTokenizer:
                 out[i] = hit[0]
                 if offsets_over is not None and len(hit[0]) > offsets_over:
                     offsets[i] = hit[1]  # type: ignore[assignment]
-        for c in range(0, len(missing), _CHUNK):
-            part = missing[c : c + _CHUNK]
+        for c in range(0, len(missing), TOKENIZE_BATCH):
+            part = missing[c : c + TOKENIZE_BATCH]
             ids, offs = self._encode([texts[i] for i in part], offsets_over)
             for k, i in enumerate(part):
                 out[i] = ids[k]

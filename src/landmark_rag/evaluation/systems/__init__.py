@@ -1,11 +1,11 @@
-"""The systems ``landmark-rag eval`` compares, one file each, by registry name."""
+"""The systems ``landmark-rag eval`` compares, one file each (the chunk baselines share
+``chunk.py``), by registry name."""
 
 from __future__ import annotations
 
 from landmark_rag.evaluation.systems.base import DenseSystem, IndexStats, System, Workspace
 from landmark_rag.evaluation.systems.bm25 import BM25System
-from landmark_rag.evaluation.systems.chunk200 import Chunk200System
-from landmark_rag.evaluation.systems.chunk256 import Chunk256System
+from landmark_rag.evaluation.systems.chunk import Chunk200System, Chunk256System
 from landmark_rag.evaluation.systems.hybrid import HybridSystem
 from landmark_rag.evaluation.systems.landmark import LandmarkSystem
 from landmark_rag.evaluation.systems.late_chunking import LateChunkingSystem

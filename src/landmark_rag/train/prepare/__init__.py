@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from landmark_rag.datasets.longdoc import LongDocument, write_longdocs
-from landmark_rag.train.prepare.exclude import exclusion_reason, normalise_title
+from landmark_rag.train.prepare.exclude import exclusion_reason
 from landmark_rag.train.prepare.fetch import raw_files, sha256_of
 from landmark_rag.train.prepare.pseudo import paragraphs_of, pseudo_documents
-from landmark_rag.train.prepare.recipe import Recipe, Source, load_recipe
+from landmark_rag.train.prepare.recipe import Recipe, Source, load_recipe, normalise_title
 from landmark_rag.train.prepare.sources import CONVERTERS
 
 #: Output files of a prepared set (read by the trainer in this order).

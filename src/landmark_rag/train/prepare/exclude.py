@@ -1,22 +1,16 @@
 """Which documents a training set must not contain: evaluation articles and reserved domains.
 
-Titles are compared after :func:`normalise_title`, so ``Prime_number``, ``Prime number`` and
+Titles are compared after :func:`~landmark_rag.train.prepare.recipe.normalise_title` (the
+form the recipe keeps them in), so ``Prime_number``, ``Prime number`` and
 ``prime%20number`` are one article: a copy of an evaluation article in another dataset (with
 its own spelling of the title) is still caught.
 """
 
 from __future__ import annotations
 
-import unicodedata
 from urllib.parse import unquote
 
-from landmark_rag.train.prepare.recipe import Recipe
-
-
-def normalise_title(title: str) -> str:
-    """Case-, underscore-, percent-escape- and Unicode-form-insensitive form of a title."""
-    text = unicodedata.normalize("NFKC", unquote(title)).replace("_", " ")
-    return " ".join(text.split()).casefold()
+from landmark_rag.train.prepare.recipe import Recipe, normalise_title
 
 
 def exclusion_reason(recipe: Recipe, title: str) -> str | None:

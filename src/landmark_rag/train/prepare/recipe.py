@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote
 
 from landmark_rag.train.config import TrainingInputError
 
@@ -58,6 +60,13 @@ class PseudoSpec:
     distractors_per_document: tuple[int, int] = (4, 10)
 
 
+def normalise_title(title: str) -> str:
+    """Case-, underscore-, percent-escape- and Unicode-form-insensitive form of a title: the
+    form a recipe keeps its excluded and reserved titles in."""
+    text = unicodedata.normalize("NFKC", unquote(title)).replace("_", " ")
+    return " ".join(text.split()).casefold()
+
+
 @dataclass(frozen=True)
 class Recipe:
     name: str
@@ -82,8 +91,6 @@ class Recipe:
 
 def load_recipe(path: str | os.PathLike[str]) -> Recipe:
     """Read a recipe JSON and the checksum and title files it names (paths relative to it)."""
-    from landmark_rag.train.prepare.exclude import normalise_title
-
     path = Path(path).expanduser()
     if not path.is_file():
         raise TrainingInputError(f"no recipe at {path}")
