@@ -28,7 +28,8 @@ import torch.nn.functional as F
 
 from landmark_rag.encode.config import Pooling
 from landmark_rag.encode.layout import Job, Layout, sentence_pieces
-from landmark_rag.encode.pooling import last_hidden, pad_batch
+from landmark_rag.encode.pooling import last_hidden, pad_batch, pool_gathered
+from landmark_rag.segment.tokens import text_tokenizer
 from landmark_rag.train.examples import TrainExample
 
 Forward = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -54,8 +55,8 @@ class TokenCache:
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
-        # the layout's own tokenisation, uncapped: the caps are applied per use below
-        self._uncapped = replace(layout, pooling=Pooling.SENTENCE, budget=1 << 30)
+        # a unit alone is capped at a whole window, with no landmark to leave room for
+        self._standalone = replace(layout, pooling=Pooling.SENTENCE)
         self._ids: dict[str, np.ndarray] = {}
         self._queries: dict[str, Job] = {}
         self._lock = threading.Lock()
@@ -66,23 +67,21 @@ class TokenCache:
         if any(p not in self._ids for p in pieces):
             with self._lock:  # one thread at a time uses the tokenizer
                 missing = list(dict.fromkeys(p for p in pieces if p not in self._ids))
-                ids = self._uncapped.tokenize_sentences(missing, [""] * len(missing))
+                # uncapped: each use caps them as the layout does (Layout.cap_ids)
+                ids = text_tokenizer(self.layout.tokenizer).ids(missing)
                 self.tokenised += len(missing)
                 self._ids.update(zip(missing, ids, strict=True))
         return [self._ids[p] for p in pieces]
 
     def units(self, texts: Sequence[str], spaces: Sequence[str] | None = None) -> list[np.ndarray]:
         """``layout.tokenize_sentences(texts, spaces)``, from the cache where it can."""
-        pieces = sentence_pieces(texts, spaces, self.layout.causal)
-        # Layout.tokenize_sentences' cap: room for the landmark unless each unit is alone
-        cap = self.layout.budget if self.layout.pooling is Pooling.SENTENCE else self.layout.budget - 1
-        return [ids[:cap] for ids in self._lookup(pieces)]
+        return self.layout.cap_ids(self._lookup(sentence_pieces(texts, spaces, self.layout.causal)))
 
     def standalone(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Ids of units embedded alone (the distillation target): capped at a whole window,
         no landmark, as ``replace(layout, pooling=SENTENCE).tokenize_sentences`` gives them for
         a text with nothing before it (a causal model's unit gets no leading space)."""
-        return [ids[: self.layout.budget] for ids in self._lookup(list(texts))]
+        return self._standalone.cap_ids(self._lookup(list(texts)))
 
     def query_jobs(self, texts: Sequence[str]) -> list[Job]:
         """``layout.query_jobs(texts)``, each query laid out once per run."""
@@ -149,17 +148,9 @@ def prepare_jobs(jobs: Sequence[Job], n_out: Sequence[int], pad_id: int, pin: bo
 
 def pool_prepared(forward: Forward, prepared: PreparedJobs, mode: Pooling, device: torch.device) -> list[torch.Tensor]:
     """Run a prepared batch and return, per output group, ``[counts[g], dim]`` L2-normalised
-    vectors: ``LANDMARK`` takes each landmark's hidden state, ``MEAN`` averages the span (by
-    a cumulative sum, the arithmetic ``encode.pooling.pool`` uses), one gather for the batch."""
-    if mode not in (Pooling.LANDMARK, Pooling.MEAN):
-        raise ValueError(f"pooling mode must be 'landmark' or 'mean', not {mode!r}")
+    vectors, pooled by inference's own ``encode.pooling.pool_gathered`` (one gather for the batch)."""
     p = prepared.to(device)
-    hidden = forward(p.ids, p.mask).float()
-    if mode == Pooling.LANDMARK:
-        vecs = hidden[p.rows, p.ends - 1]
-    else:
-        csum = torch.cat([hidden.new_zeros(hidden.shape[0], 1, hidden.shape[2]), hidden.cumsum(1)], dim=1)
-        vecs = (csum[p.rows, p.ends] - csum[p.rows, p.starts]) / (p.ends - p.starts).clamp(min=1).unsqueeze(1).float()
+    vecs = pool_gathered(forward(p.ids, p.mask), p.rows, p.starts, p.ends, mode)
     return list(torch.split(F.normalize(vecs, dim=-1), p.counts))
 
 
