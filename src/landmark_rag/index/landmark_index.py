@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from landmark_rag.expand import Adaptive, Strategy, choose_strategy, expand_hits
+from landmark_rag.expand import Strategy, choose_strategy, expand_hits
 from landmark_rag.expand.strategies import StrategyName
 from landmark_rag.ingest import (
     DocumentEncoder,
@@ -472,7 +472,7 @@ class LandmarkIndex:
 
     @staticmethod
     def _needs_vector(mode: Mode, strategy: Strategy) -> bool:
-        return mode != "lexical" or isinstance(strategy, Adaptive)
+        return mode != "lexical" or strategy.needs_vectors
 
     def _sources(self, mode: Mode) -> Sources:
         """What a search of ``mode`` reads (the lexical index only when the mode uses it: it is

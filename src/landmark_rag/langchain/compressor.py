@@ -22,7 +22,7 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from landmark_rag.expand import Adaptive, choose_strategy
+from landmark_rag.expand import choose_strategy
 from landmark_rag.index import LandmarkIndex
 from landmark_rag.langchain.collection import CollectionAdapter
 from landmark_rag.langchain.convert import has_sentence_metadata, hit_from_document, passage_document
@@ -80,7 +80,7 @@ class BoundaryExpansionCompressor(CollectionAdapter, BaseDocumentCompressor):
         if self.documents is not None or self.docstore is not None:
             if self.strategy is not None:
                 named = choose_strategy(self.strategy, self.strategy_params)
-                if isinstance(named, Adaptive):
+                if named.needs_vectors:
                     raise ValueError(
                         "the adaptive strategy compares the neighbours' vectors, which documents=/docstore= "
                         "do not hold: use front or surround, or a landmark Chroma collection"
@@ -118,7 +118,7 @@ class BoundaryExpansionCompressor(CollectionAdapter, BaseDocumentCompressor):
         if self._index is None:
             named = choose_strategy(self.strategy, self.strategy_params) if self.strategy is not None else None
             rescore = self.rescore and self._sentences is None
-            needs_model = named is None or rescore or isinstance(named, Adaptive)
+            needs_model = named is None or rescore or named.needs_vectors
             encoder = self._embeddings().encoder if needs_model else None
             self._index = LandmarkIndex(
                 self.source, encoder, strategy=self.strategy, strategy_params=self.strategy_params
@@ -134,7 +134,7 @@ class BoundaryExpansionCompressor(CollectionAdapter, BaseDocumentCompressor):
             return []
         index = self.index
         rescore = self.rescore and self._sentences is None  # only a collection holds the vectors
-        vector = index.encode_query(query) if rescore or isinstance(index.strategy, Adaptive) else None
+        vector = index.encode_query(query) if rescore or index.strategy.needs_vectors else None
         hits = self._hits(docs)
         if rescore:
             hits = index.rescore(vector, hits)

@@ -22,7 +22,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from landmark_rag.expand import Adaptive, SentenceSource, Strategy, choose_strategy
+from landmark_rag.expand import SentenceSource, Strategy, choose_strategy
 from landmark_rag.index import LandmarkIndex
 from landmark_rag.llama_index.convert import is_sentence_node, node_doc_id, node_to_hit, passage_to_node
 from landmark_rag.llama_index.sources import sentence_source
@@ -113,14 +113,14 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        query_vector = self._query_vector(query_bundle) if isinstance(self._index.strategy, Adaptive) else None
+        query_vector = self._query_vector(query_bundle) if self._index.strategy.needs_vectors else None
         return self._expand(nodes, query_vector)
 
     async def _apostprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         query_vector = None
-        if isinstance(self._index.strategy, Adaptive):
+        if self._index.strategy.needs_vectors:
             query_vector = await self._aquery_vector(query_bundle)
         # the reads from the store are blocking I/O: keep them off the event loop
         return await asyncio.to_thread(self._expand, nodes, query_vector)

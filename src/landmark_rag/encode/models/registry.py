@@ -2,7 +2,7 @@
 
 Aliases of pip-packaged models (``all-MiniLM-L6-v2``, ``all-mpnet-base-v2``,
 ``SmolLM2-135M-Instruct``), models that ship inside this package (``landmark-minilm``,
-``landmark-minilm-lmk``, ``landmark-mpnet``, in ``landmark_rag/models/``), the default
+``landmark-minilm-lmk``, ``landmark-mpnet``, in ``landmark_rag/weights/``), the default
 model, and the config a plain model gets. It depends on nothing of the package but
 ``encode.config``, so loading (``encode.models.loading``), the encoder, the CLI and the adapters
 can all ask it without importing each other.
@@ -27,8 +27,10 @@ from typing import Any
 from landmark_rag.encode.config import CONFIG_NAME, LandmarkConfig
 from landmark_rag.errors import LandmarkRagError
 
-#: Where models shipped inside the package live (data, not code: ``landmark_rag/models/``).
-MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
+#: Where the trained weights shipped inside the package live: data, not code, so the folder is
+#: ``landmark_rag/weights/`` and the code that loads it stays in ``encode/models/``. Stores
+#: record a model's name, never this path, so stores written before the move open unchanged.
+WEIGHTS_DIR = Path(__file__).resolve().parents[2] / "weights"
 
 
 class ModelNotFoundError(LandmarkRagError, OSError):
@@ -157,14 +159,14 @@ BASE_MODEL = "all-MiniLM-L6-v2"
 
 #: Trained models that ship inside the package, by name.
 PACKAGED_MODELS: dict[str, Path] = {
-    "landmark-minilm": MODELS_DIR / "landmark-minilm",
-    "landmark-minilm-lmk": MODELS_DIR / "landmark-minilm-lmk",  # LMK token, Front-3 (docs/model_card.md)
-    "landmark-mpnet": MODELS_DIR / "landmark-mpnet",  # over all-mpnet-base-v2 (the [mpnet] extra)
+    "landmark-minilm": WEIGHTS_DIR / "landmark-minilm",
+    "landmark-minilm-lmk": WEIGHTS_DIR / "landmark-minilm-lmk",  # LMK token, Front-3 (docs/model_card.md)
+    "landmark-mpnet": WEIGHTS_DIR / "landmark-mpnet",  # over all-mpnet-base-v2 (the [mpnet] extra)
 }
 
 for _versions in PREVIOUS_VERSIONS.values():
     for _version in _versions:
-        PACKAGED_MODELS[_version] = MODELS_DIR / "previous" / _version
+        PACKAGED_MODELS[_version] = WEIGHTS_DIR / "previous" / _version
         ALIASES[_version] = functools.partial(_packaged, _version)
 
 #: The name of the default model (a key of PACKAGED_MODELS, or a plain alias).
