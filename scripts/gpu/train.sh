@@ -5,9 +5,11 @@
 #   bash scripts/gpu/train.sh DEADLINE_S RUN[=CHECKPOINT_DIR] ...
 #
 # RUN is a config in docs/experiments/runs/ (without .json); RUN=DIR resumes it from a checkpoint
-# (OUTPUT/checkpoints/step-N, optimiser state included). Each run trains with --device cuda
-# --mixed-precision bf16, checkpoints every 400 steps, and is stopped at the deadline (seconds from
-# now) if not done; its latest checkpoint then comes back for the next --resume.
+# (OUTPUT/checkpoints/step-N, optimiser state included): a path in the checkout, or an absolute one
+# such as /tmp/runs/NAME/checkpoints/step-800 that an earlier call left on the same warm machine.
+# Each run trains with --device cuda --mixed-precision bf16, checkpoints every 400 steps, and is
+# stopped at the deadline (seconds from now) if not done; its latest checkpoint then comes back
+# for the next --resume.
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 DEADLINE=$1; shift
@@ -16,7 +18,8 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT" /tmp/runs
 left() { echo $(( DEADLINE - ($(date +%s) - T0) )); }
 for spec in "$@"; do
   name=${spec%%=*}; resume=""
-  [ "$spec" != "$name" ] && resume="--resume $PWD/${spec#*=}"
+  ckpt=${spec#*=}; [ "${ckpt#/}" = "$ckpt" ] && ckpt=$PWD/$ckpt  # relative to the checkout, or absolute (/tmp/runs/...)
+  [ "$spec" != "$name" ] && resume="--resume $ckpt"
   timeout --signal=INT $(( $(left) - 20 )) python3 -c "from landmark_rag.cli import main; main()" train \
     -c "docs/experiments/runs/$name.json" -o "/tmp/runs/$name" --device "${DEVICE:-cuda}" \
     --mixed-precision "${MP:-bf16}" --threads "${THREADS:-3}" $resume > "/tmp/runs/$name.log" 2>&1 &
