@@ -2,7 +2,7 @@
 
 What a Python API / LangChain retriever user waits for per question once the model is
 loaded: encode the query, the Chroma vector search, the manifest visibility check, the
-expansion's neighbour reads (one ``get_many`` call per query) and the exact passage text.
+expansion's neighbour reads (one ``read_documents`` call per query) and the exact passage text.
 
 The stores are synthetic repeats of real ones: SQuAD articles are encoded once with the
 default model, then copied under new document ids until a store holds ``size`` sentences;
@@ -64,7 +64,8 @@ def seed_store(work: Path, docs: list[tuple[str, str]]) -> ChromaSentenceStore:
 def build_store(work: Path, seed: ChromaSentenceStore, size: int, noise: float) -> ChromaSentenceStore:
     """A store of about ``size`` sentences: noisy copies of the seed's documents."""
     db = work / f"store_{size}"
-    originals = [(d, *seed.document_embeddings(d)) for d in sorted(seed.documents())]
+    stored = seed.read_documents(dict.fromkeys(sorted(seed.documents())), embeddings=True)
+    originals = [(d, doc.sentences, doc.embeddings) for d, doc in stored.items()]
     per_round = sum(len(s) for _, s, _ in originals)
     if db.is_dir():
         store = ChromaSentenceStore.open(collection_name="landmark", client=make_client(db), create=False)

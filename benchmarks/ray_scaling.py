@@ -128,9 +128,9 @@ def write_rate(url: str, source: str, rounds: int) -> dict[str, float]:
     src = ChromaSentenceStore.open(client=client, collection_name=source, create=False)
     docs = []
     for doc_id in sorted(src.documents()):
-        sents, vecs = src.document_embeddings(doc_id)
-        docs.append(EncodedDocument(doc_id=doc_id, text=src.document_text(doc_id) or "", sentences=sents,
-                                    embeddings=vecs))
+        stored = src.read_document(doc_id, embeddings=True)
+        docs.append(EncodedDocument(doc_id=doc_id, text=src.document_text(doc_id) or "", sentences=stored.sentences,
+                                    embeddings=stored.embeddings))
     n = sum(len(d.sentences) for d in docs)
     best: dict[str, float] = {}
     for r in range(rounds):

@@ -70,7 +70,7 @@ def test_killed_index_run_hides_partial_work_and_next_run_completes(squad_articl
     complete = store.documents()
     assert 1 <= len(complete) < len(chosen)
     for doc_id, md in complete.items():  # every visible document is whole
-        assert len(store.document_sentences(doc_id)) == md["n_sentences"]
+        assert len(store.read_document(doc_id).sentences) == md["n_sentences"]
     runner = CliRunner()
     got = runner.invoke(app, ["query", "When was it founded?", "--db", str(db), "--json", "-k", "20"])
     assert got.exit_code == 0, got.output

@@ -67,7 +67,7 @@ def test_cli_index_compile_flag(tmp_path, tiny_bert_dir) -> None:
     from landmark_rag.store import ChromaSentenceStore
 
     store = ChromaSentenceStore.open(db, create=False)
-    _, compiled = store.document_embeddings("a.txt")
+    compiled = store.read_document("a.txt", embeddings=True).embeddings
     from landmark_rag import LandmarkEncoder
 
     eager = LandmarkEncoder.from_pretrained(tiny_bert_dir, device="cpu", pooling="mean").encode_document(TEXT)

@@ -54,7 +54,7 @@ def test_expansion_reads_neighbours_in_one_store_call(tmp_path: Path, strategy) 
         memory.sentences[doc_id], memory.embeddings[doc_id] = sents, vecs
     query = rng.normal(size=8).astype(np.float32)
     query /= np.linalg.norm(query)
-    hits = store.query(query, 9)
+    hits = store.nearest(query, 9)
     assert len({h.sentence.doc_id for h in hits}) == 3  # hits in every document
 
     spy = CountingCollection(store.collection)

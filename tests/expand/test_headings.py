@@ -89,7 +89,8 @@ def test_no_heading_is_a_hit_or_an_edge_and_a_passage_is_under_its_start(harbour
                 seen += 1
                 lo, hi = sections[p.heading]
                 assert lo <= p.start < hi, (question, p.heading, p.text)  # the section it starts in
-                stored = harbour_index.store.get_sentences(p.doc_id, range(p.first_index, p.last_index + 1))
+                read = harbour_index.store.read_document(p.doc_id, range(p.first_index, p.last_index + 1))
+                stored = {s.index: s for s in read.sentences}
                 assert not is_heading_line(stored[p.first_index]) and not is_heading_line(stored[p.last_index]), p.text
                 assert not any(is_heading_line(stored[i]) for i in p.hit_indices)
                 assert not p.text.rstrip().endswith(("Ice-breaking", "-------")), p.text

@@ -80,13 +80,13 @@ def _whole_ranking(index: LandmarkIndex, query: str, vector: np.ndarray, mode: s
 
     store, everything = index.store, index.store.count_sentences()
     if mode == "dense":
-        return store.query(vector, everything)
+        return store.nearest(vector, everything)
     lexical = index.lexical.candidates(query, everything)
     if mode == "hybrid":
         f = index.fusion  # k stays far below the fusion depth, so the depth is the model's
-        dense = store.query_ids(vector, f.depth)
+        dense = store.nearest_ids(vector, f.depth)
         lexical = fuse(dense, index.lexical.candidates(query, f.depth), f.method, f.weight, rrf_k=f.rrf_k)
-    return store.hits_by_ids([str(u) for u, _ in lexical], [s for _, s in lexical])
+    return list(store.read_ids([str(u) for u, _ in lexical], [s for _, s in lexical]).values())
 
 
 @pytest.mark.parametrize("mode", ["dense", "lexical", "hybrid"])

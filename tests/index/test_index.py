@@ -125,8 +125,8 @@ def test_rescore_gives_the_cosines_the_search_ranked_by(built, article):
     assert all(p.score == -1.0 for p in shuffled)
     vec = index.encode_query(q)
     for p in rescored:
-        stored = index.store.get_embeddings(p.doc_id, p.hit_indices)
-        assert p.score == pytest.approx(max(float(v @ vec) for v in stored.values()), abs=1e-5)
+        stored = index.store.read_document(p.doc_id, p.hit_indices, embeddings=True).embeddings
+        assert p.score == pytest.approx(max(float(v @ vec) for v in stored), abs=1e-5)
     assert index.encode_query(vec * 3.0) == pytest.approx(vec, abs=1e-6)
     assert np.isclose(np.linalg.norm(index.encode_query(vec * 3.0)), 1.0)
 
@@ -146,7 +146,8 @@ def test_each_rule_lives_in_one_place():
     assert _calls(r"\}:\{[\w.]*first_index\}-\{") == {"types.py"}  # the passage id
     assert _calls(r"def choose_strategy\(") == {"expand/strategies.py"}  # the strategy rule's one name
     assert _calls(r"\b(make|model)_strategy\b") <= {"expand/__init__.py"}  # its deprecated aliases
-    assert _calls(r"\.(top|query_ids)\(") == {"retrieve/ranking.py", "store/chroma.py"}  # the dense half: one reader
+    assert _calls(r"\.(nearest|nearest_ids)\(") == {"retrieve/ranking.py"}  # the dense half: one reader
+    assert _calls(r"collection\.query\(") == {"store/reads.py"}  # and one place that searches Chroma
     grows = {p for p in _calls(r"\*= 2\b") if p.startswith(("retrieve/", "index/", "store/"))}
     assert grows == {"retrieve/search.py"}  # a search's one "ask for more" loop
     assert _calls(r"\bcosine_rescore\(") == {"retrieve/rescore.py", "index/landmark_index.py"}

@@ -86,8 +86,8 @@ def test_bad_pdfs_are_skipped_with_their_reason_and_the_rest_is_indexed(indexed)
 def test_the_answer_on_page_three_comes_back_with_page_three(indexed) -> None:
     index, _, _ = indexed
     best = index.search(QUESTION, k=1, where={"doc_id": "report.pdf"})[0]
-    hits = index.store.get_sentences(best.doc_id, best.hit_indices)
-    assert "Biscuit" in best.text and all(s.page == 3 for s in hits.values())
+    hits = index.store.read_document(best.doc_id, best.hit_indices).sentences
+    assert "Biscuit" in best.text and hits and all(s.page == 3 for s in hits)
     # the passage is the hit expanded (the model's Surround-1): it names every page it touches
     assert 3 in best.pages and best.pages == list(range(best.pages[0], best.pages[-1] + 1))
     assert best.span_metadata()["pages"] == ",".join(map(str, best.pages))
@@ -97,7 +97,7 @@ def test_the_answer_on_page_three_comes_back_with_page_three(indexed) -> None:
 
 def test_a_passage_across_a_page_break_carries_both_pages(indexed) -> None:
     index, _, _ = indexed
-    sentences = index.store.document_sentences("report.pdf")
+    sentences = index.store.read_document("report.pdf").sentences
     assert [s.page for s in sentences] == [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4]
     first_of_page_3 = next(s for s in sentences if s.page == 3)
     (passage,) = expand_hits([Hit(first_of_page_3, 1.0, {})], index.store, Front(k=2))
@@ -107,7 +107,7 @@ def test_a_passage_across_a_page_break_carries_both_pages(indexed) -> None:
 
 def test_html_boilerplate_is_not_indexed_and_headings_are_kept(indexed) -> None:
     index, _, _ = indexed
-    sentences = index.store.document_sentences("garden.html")
+    sentences = index.store.read_document("garden.html").sentences
     text = index.store.document_text("garden.html")
     for marker in ("SCRIPTMARKER", "STYLEMARKER", "NAVMARKER", "FOOTERMARKER"):
         assert marker not in text
@@ -120,12 +120,12 @@ def test_html_boilerplate_is_not_indexed_and_headings_are_kept(indexed) -> None:
 
 def test_markdown_and_word_sentences_keep_their_nearest_heading(indexed) -> None:
     index, _, _ = indexed
-    bread = {s.text: s.heading for s in index.store.document_sentences("bread.md")}
+    bread = {s.text: s.heading for s in index.store.read_document("bread.md").sentences}
     assert bread["Bake the loaf for forty minutes."] == "Baking"
     assert bread["Flour, water, salt and yeast make bread."] == "Bread"
-    manual = {s.text: s.heading for s in index.store.document_sentences("manual.docx")}
+    manual = {s.text: s.heading for s in index.store.read_document("manual.docx").sentences}
     assert manual["Turn the crank three times clockwise."] == "Turning the crank"
-    notes = index.store.document_sentences("notes.txt")
+    notes = index.store.read_document("notes.txt").sentences
     assert all(s.page is None and s.heading is None for s in notes)
 
 

@@ -80,8 +80,8 @@ def test_add_texts_rewrites_a_document_whose_metadata_changed(index: LandmarkInd
     index.add_texts([TEXTS["a.txt"]], ids=["a.txt"], metadatas=[{"lang": "fr"}], encode=encode)
     assert calls[-1] == ["a.txt"]  # the same text, other metadata: written again
     assert index.store.documents()["a.txt"]["lang"] == "fr"
-    hit = index.store.get_sentences("a.txt", [0])[0]
-    assert index.store.sentence_records("a.txt", [0])[0][2]["lang"] == "fr" and hit.text == "Cats purr when content."
+    hit = index.store.read_ids(["a.txt:0"])["a.txt:0"]
+    assert hit.metadata["lang"] == "fr" and hit.sentence.text == "Cats purr when content."
 
 
 def test_files_unchanged_are_skipped_and_moved_ones_rewritten(index: LandmarkIndex, tmp_path: Path) -> None:

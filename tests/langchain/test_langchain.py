@@ -352,7 +352,7 @@ def test_langchain_chroma_reads_the_landmark_collection(squad: SquadCollection, 
         md = doc.metadata
         assert doc.id == f"{md['doc_id']}:{md['sentence_index']}@{md['doc_version']}"  # versioned record id
         assert sources[md["doc_id"]][md["start"] : md["end"]] == doc.page_content
-        vec = retriever.store.get_embeddings(md["doc_id"], [md["sentence_index"]])[md["sentence_index"]]
+        vec = retriever.store.read_document(md["doc_id"], [md["sentence_index"]], embeddings=True).embeddings[0]
         assert score == pytest.approx(float(vec @ qv), abs=1e-4)  # cosine space, stored vectors
     assert [d.id for d in retriever.as_vectorstore().similarity_search(q, k=2)] == [d.id for d, _ in hits[:2]]
     best = retriever.invoke(q, k=1, mode="dense")[0]  # dense: the score is the hit's cosine
@@ -482,9 +482,9 @@ def test_readding_replaces_and_unchanged_documents_are_skipped(tmp_path, tiny_en
     shorter = Document(page_content="Only this sentence remains.", id=first.id, metadata={"edition": 2})
     retriever.add_documents([shorter])
     assert embeddings.encoded_ids == [first.id]
-    assert [s.text for s in store.document_sentences(first.id)] == ["Only this sentence remains."]
+    assert [s.text for s in store.read_document(first.id).sentences] == ["Only this sentence remains."]
     assert store.count_sentences() == sum(full.values()) - full[first.id] + 1
-    md = store.sentence_records(first.id, [0])[0][2]
+    md = store.read_ids([f"{first.id}:0"])[f"{first.id}:0"].metadata
     assert md["edition"] == 2 and "title" not in md  # the old version's metadata is gone
     got = retriever.invoke("Only this sentence remains.", k=5, where={"doc_id": first.id})
     assert [d.page_content for d in got] == ["Only this sentence remains."]

@@ -53,7 +53,7 @@ def test_pages_of_one_file_are_one_document_with_pages(pdf: Path, embeddings: La
     r = retriever(embeddings, "pages")
     assert r.add_documents(list(reversed(pages))) == [str(pdf)] * 3  # any order: joined in page order
     assert list(r.store.documents()) == [str(pdf)]
-    sentences = r.store.document_sentences(str(pdf))
+    sentences = r.store.read_document(str(pdf)).sentences
     assert [s.page for s in sentences] == [1, 1, 1, 2, 2, 3, 3]  # the run-on sentence starts on page 1
     assert r.store.document_text(str(pdf)) == extract(pdf).text  # the PDF's own joining rule
     record = r.store.documents()[str(pdf)]
@@ -79,8 +79,8 @@ def test_re_ingesting_the_file_replaces_it_as_a_whole(pdf: Path, embeddings) -> 
     shorter = loader_pages(pdf)[:2]
     r.add_documents(shorter)
     assert list(r.store.documents()) == [str(pdf)]
-    assert {s.page for s in r.store.document_sentences(str(pdf))} == {1, 2}
-    assert r.store.count_sentences() == len(r.store.document_sentences(str(pdf)))  # nothing stale left
+    assert {s.page for s in r.store.read_document(str(pdf)).sentences} == {1, 2}
+    assert r.store.count_sentences() == len(r.store.read_document(str(pdf)).sentences)  # nothing stale left
 
 
 def test_documents_without_page_metadata_keep_the_clear_error(pdf: Path) -> None:

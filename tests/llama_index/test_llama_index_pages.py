@@ -77,7 +77,7 @@ def test_re_ingesting_the_file_replaces_it_as_a_whole(pdf: Path, tiny_encoder) -
     ingest(embed, reader_pages(pdf)[:2], vector_store)
     store = ChromaSentenceStore.for_collection(vector_store.client)
     assert list(store.documents()) == [str(pdf)]
-    sentences = store.document_sentences(str(pdf))
+    sentences = store.read_document(str(pdf)).sentences
     assert {s.page for s in sentences} == {1, 2} and store.count_sentences() == len(sentences)
 
 

@@ -92,7 +92,7 @@ def test_sentence_count_and_core_store_reads_the_collection(indexed, docs):
     assert collection.count() == sum(len(v) for v in expected.values())
     core = ChromaSentenceStore(collection)
     for doc in docs:
-        assert core.document_sentences(doc.id_) == expected[doc.id_]
+        assert core.read_document(doc.id_).sentences == expected[doc.id_]
 
 
 @pytest.mark.parametrize(

@@ -98,7 +98,7 @@ def visible_state(store: Any) -> dict[str, str]:
     """
     out = {}
     for doc_id, md in store.documents().items():
-        sents = store.document_sentences(doc_id)
+        sents = store.read_document(doc_id).sentences
         assert [s.index for s in sents] == list(range(md["n_sentences"])), (doc_id, len(sents), md)
         text = store.document_text(doc_id)
         for s in sents:
@@ -109,7 +109,7 @@ def visible_state(store: Any) -> dict[str, str]:
 
 def search_duplicates(store: Any, vector: Any, k: int) -> list[tuple[str, int]]:
     """(doc_id, index) pairs that a search returns more than once (should be none)."""
-    hits = store.query(vector, k)
+    hits = store.nearest(vector, k)
     counts = Counter((h.sentence.doc_id, h.sentence.index) for h in hits)
     return [key for key, n in counts.items() if n > 1]
 

@@ -32,7 +32,7 @@ def observe(store: ChromaSentenceStore) -> dict:
         # what must never happen is an inconsistent view under one unchanged record
         for _ in range(5):
             md = store.documents().get(doc_id)
-            sents = store.document_sentences(doc_id)
+            sents = store.read_document(doc_id).sentences
             text = store.document_text(doc_id) or ""
             if md is not None and store.documents().get(doc_id) == md:
                 break
@@ -41,7 +41,7 @@ def observe(store: ChromaSentenceStore) -> dict:
         assert all(text[s.start : s.end] == s.text for s in sents), doc_id
         texts[doc_id] = text
     vec = np.ones(store.collection.get(limit=1, include=["embeddings"])["embeddings"].shape[1], dtype=np.float32)
-    hits = store.query(vec, 1000)
+    hits = store.nearest(vec, 1000)
     keys = [(h.sentence.doc_id, h.sentence.index) for h in hits]
     assert len(keys) == len(set(keys)), "duplicate hits"
     first = sorted(docs)[0]
@@ -78,8 +78,8 @@ def main() -> None:
     try:
         report["final"] = observe(store)["texts"]
         # the new document must be searchable, not only counted: its own vector finds it first
-        vecs = store.get_embeddings(new_doc, [0])
-        top = store.query(vecs[0], 1) if vecs else []
+        vecs = store.read_document(new_doc, [0], embeddings=True).embeddings
+        top = store.nearest(vecs[0], 1) if len(vecs) else []
         report["new_doc_found"] = bool(top) and top[0].sentence.doc_id == new_doc and top[0].sentence.index == 0
     except Exception as exc:  # noqa: BLE001 - reported to the test
         errors.append(f"final: {type(exc).__name__}: {exc}")

@@ -44,7 +44,7 @@ def check_reader_view(db, allowed: list[dict[str, str]]) -> dict[str, str]:
         assert any(text == version[doc_id] for version in allowed), doc_id
     n_visible = sum(md["n_sentences"] for md in store.documents().values())
     vec = store.collection.get(limit=1, include=["embeddings"])["embeddings"][0]
-    hits = store.query(vec, store.count_sentences())
+    hits = store.nearest(vec, store.count_sentences())
     keys = [(h.sentence.doc_id, h.sentence.index) for h in hits]
     visible = {(d, i) for d, md in store.documents().items() for i in range(md["n_sentences"])}
     assert len(keys) == len(set(keys)) and set(keys) <= visible  # no duplicate, nothing invisible

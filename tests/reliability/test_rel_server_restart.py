@@ -36,7 +36,7 @@ def test_server_stopped_and_restarted_during_queries(tmp_path):
             writer.add_document(d)
         reader = ChromaSentenceStore.open(collection_name="landmark", client=make_client(server.url), create=False)
         probe = docs[1].embeddings[2]
-        expected = [(h.sentence.doc_id, h.sentence.index) for h in reader.query(probe, 10)]
+        expected = [(h.sentence.doc_id, h.sentence.index) for h in reader.nearest(probe, 10)]
         assert expected[0] == ("p1", 2)
         # the BM25 half of hybrid search: its cache lives in this process (server store)
         lex = StoreLexicalIndex(reader)
@@ -51,7 +51,7 @@ def test_server_stopped_and_restarted_during_queries(tmp_path):
         def query_loop() -> None:
             while not done.is_set():
                 try:
-                    got = [(h.sentence.doc_id, h.sentence.index) for h in reader.query(probe, 10)]
+                    got = [(h.sentence.doc_id, h.sentence.index) for h in reader.nearest(probe, 10)]
                     outcomes.append("ok" if got == expected else f"WRONG {got}")
                 except Exception as exc:  # noqa: BLE001 - counted: a failure must be an exception
                     outcomes.append(f"error {type(exc).__name__}")
@@ -87,10 +87,10 @@ def test_server_stopped_and_restarted_during_queries(tmp_path):
         assert len(lines) == 1 and lines[0].startswith("error: cannot open the store"), down_cli.stderr
 
         # the restarted server has everything that was committed, and takes new writes
-        assert [(h.sentence.doc_id, h.sentence.index) for h in reader.query(probe, 10)] == expected
+        assert [(h.sentence.doc_id, h.sentence.index) for h in reader.nearest(probe, 10)] == expected
         late = encoded(paragraphs()[5], "late", 99)
         writer.add_document(late)
-        assert reader.query(late.embeddings[0], 1)[0].sentence.doc_id == "late"
+        assert reader.nearest(late.embeddings[0], 1)[0].sentence.doc_id == "late"
         assert lex.query(late.sentences[0].text, 1)[0].sentence.doc_id == "late"  # the cache re-synced
         assert reader.count_sentences() == sum(len(d.sentences) for d in [*docs, late])
     finally:

@@ -109,7 +109,7 @@ def test_server_killed_mid_index_gives_one_line_and_rc1(tmp_path, tiny_bert_dir)
         assert visible_state(store) == v2
         assert store.count_sentences() == sum(md["n_sentences"] for md in store.documents().values())
         vec = np.asarray(store.collection.get(limit=1, include=["embeddings"])["embeddings"][0])
-        keys = [(h.sentence.doc_id, h.sentence.index) for h in store.query(vec, store.count_sentences())]
+        keys = [(h.sentence.doc_id, h.sentence.index) for h in store.nearest(vec, store.count_sentences())]
         # no duplicate; completeness is checked exactly by visible_state (an exhaustive HNSW search
         # can miss records after many deletes: chroma-core/chroma#7758)
         assert len(keys) == len(set(keys)) and len(keys) <= store.count_sentences()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from landmark_rag.segment import segment_sentences
-from landmark_rag.store import ChromaSentenceStore, StoreError, StoreMismatchError
+from landmark_rag.store import ChromaSentenceStore, StoreError, StoreMismatchError, sentence_id
 from landmark_rag.types import EncodedDocument
 
 DOC_A = "Cats purr when content. They sleep a lot. Kittens play with yarn. Old cats nap in the sun."
@@ -31,22 +31,29 @@ def test_add_query_and_exact_neighbours(store):
     assert store.add_document(a, metadata={"source": "a.txt", "tags": ["x", "y"], "none": None}) == 4
     store.add_document(b)
     assert store.count_sentences() == 8
-    hits = store.query(a.embeddings[2], 3)
+    hits = store.nearest(a.embeddings[2], 3)
     assert hits[0].sentence == a.sentences[2]
     assert hits[0].score == pytest.approx(1.0, abs=1e-5)
     assert hits[0].metadata["source"] == "a.txt" and hits[0].metadata["tags"] == '["x", "y"]'
-    assert store.get_sentences("a", [0, 1, 99]) == {0: a.sentences[0], 1: a.sentences[1]}
-    np.testing.assert_allclose(store.get_embeddings("b", [3])[3], b.embeddings[3], atol=1e-6)
+    assert store.read_document("a", [0, 1, 99]).sentences == [a.sentences[0], a.sentences[1]]
+    np.testing.assert_allclose(store.read_document("b", [3], embeddings=True).embeddings[0], b.embeddings[3], atol=1e-6)
+    both = store.read_documents({"a": None, "b": [3]}, embeddings=True)  # one read, whole or in part
+    assert both["a"].sentences == a.sentences and both["b"].sentences == [b.sentences[3]]
+    np.testing.assert_allclose(both["a"].embeddings, a.embeddings, atol=1e-6)
+    assert store.read_document("b", [3]).embeddings.shape == (1, 0)  # vectors only when asked for
     assert store.document_text("a") == DOC_A
 
 
-def test_records_by_id_reads_what_a_framework_holds(store):
+def test_read_ids_reads_what_a_framework_holds(store):
     a = encode(DOC_A, "a", 1)
     store.add_document(a, metadata={"source": "a.txt"})
-    rid = store.sentence_records("a", [1])[1][0]
-    [(got_id, text, md)] = store.records_by_id([rid, "no-such-id"])
-    assert (got_id, text, md["source"]) == (rid, a.sentences[1].text, "a.txt")
-    assert store.records_by_id([]) == []
+    rid = sentence_id("a", 1, store.read_ids(["a:1"])["a:1"].metadata["doc_version"])  # the stored record id
+    [(got_id, hit)] = store.read_ids([rid, "no-such-id"], hidden=True).items()
+    assert (got_id, hit.sentence, hit.metadata["source"]) == (rid, a.sentences[1], "a.txt")
+    assert store.read_ids([]) == {}
+    scored = store.read_ids(["a:2", "no-such-id", "a:0"], [0.5, 0.4, 0.3])  # a ranking read back, in order
+    assert [(h.sentence, h.score) for h in scored.values()] == [(a.sentences[2], 0.5), (a.sentences[0], 0.3)]
+    assert list(store.read_ids(["a:2", "a:3"], where={"source": "b.txt"})) == []
 
 
 def test_record_deleted_mid_search_is_dropped_not_an_error(store, monkeypatch):
@@ -56,7 +63,7 @@ def test_record_deleted_mid_search_is_dropped_not_an_error(store, monkeypatch):
     a, b = encode(DOC_A, "a", 1), encode(DOC_B, "b", 2)
     store.add_document(a)
     store.add_document(b)
-    deleted = store.sentence_records("a", [2])[2][0]
+    deleted = sentence_id("a", 2, store.read_ids(["a:2"])["a:2"].metadata["doc_version"])
     collection_type = type(store.collection)
     chroma_query = collection_type.query
 
@@ -69,11 +76,11 @@ def test_record_deleted_mid_search_is_dropped_not_an_error(store, monkeypatch):
         return got
 
     monkeypatch.setattr(collection_type, "query", query_racing_a_delete)
-    hits = store.query(a.embeddings[2], 3)
+    hits = store.nearest(a.embeddings[2], 3)
     assert ("a", 2) not in {(h.sentence.doc_id, h.sentence.index) for h in hits}
     assert len(hits) == 2 and all(h.sentence.text for h in hits)
     monkeypatch.undo()
-    assert store.query(a.embeddings[2], 1)[0].sentence == a.sentences[2]  # nothing was lost
+    assert store.nearest(a.embeddings[2], 1)[0].sentence == a.sentences[2]  # nothing was lost
 
 
 def test_reingest_shrunk_document_leaves_nothing_stale(store):
@@ -81,7 +88,7 @@ def test_reingest_shrunk_document_leaves_nothing_stale(store):
     assert store.count_sentences() == 6
     store.add_document(encode("Cats purr. Done.", "a", 5))
     assert store.count_sentences() == 2
-    assert [s.text for s in store.document_sentences("a")] == ["Cats purr.", "Done."]
+    assert [s.text for s in store.read_document("a").sentences] == ["Cats purr.", "Done."]
     store.add_document(encode("Cats purr. Done.", "a", 5))  # idempotent
     assert store.count_sentences() == 2
     assert store.delete_document("a") == 2 and store.count_sentences() == 0
@@ -111,14 +118,16 @@ def test_interrupted_replace_keeps_previous_version_until_completed(store):
     with pytest.raises(StoreError, match="ConnectionError: injected"):
         broken.add_document(new)  # new sentences written, commit failed
     assert store.count_sentences() == 8  # both versions stored, only the old one visible
-    assert [h.sentence for h in store.query(a.embeddings[2], 4)][0] == a.sentences[2]
-    assert len(store.query(a.embeddings[1], 10)) == 4
-    assert store.document_sentences("a") == a.sentences
-    assert store.get_sentences("a", [0, 1, 2, 3]) == dict(enumerate(a.sentences))
+    assert [h.sentence for h in store.nearest(a.embeddings[2], 4)][0] == a.sentences[2]
+    assert len(store.nearest(a.embeddings[1], 10)) == 4
+    assert store.read_document("a").sentences == a.sentences
+    assert store.read_document("a", [0, 1, 2, 3]).sentences == a.sentences
+    assert list(store.read_ids([f"a:{i}" for i in range(4)])) == [f"a:{i}" for i in range(4)]  # the old version
+    assert len(store.nearest(a.embeddings[1], 10, hidden=True)) == 8  # every version, for a raw reader
     assert store.document_hash("a") == old_hash
     assert store.add_document(new) == 4  # the next run finishes and cleans up
     assert store.count_sentences() == 4
-    assert store.document_sentences("a") == new.sentences
+    assert store.read_document("a").sentences == new.sentences
     assert store.documents()["a"].get("dirty") is None
 
 
@@ -127,10 +136,10 @@ def test_interrupted_new_document_is_hidden_and_redone(store):
     broken = ChromaSentenceStore(store.collection, _FailingManifest(store.manifest))
     with pytest.raises(StoreError):
         broken.add_document(a)  # the announce (an upsert for a new document) fails
-    assert store.query(a.embeddings[1], 4) == []
+    assert store.nearest(a.embeddings[1], 4) == []
     assert store.document_hash("a") is None  # the next run must redo it
     store.add_document(a)
-    assert len(store.query(a.embeddings[0], 4)) == 4 and store.count_sentences() == 4
+    assert len(store.nearest(a.embeddings[0], 4)) == 4 and store.count_sentences() == 4
 
 
 def test_identity_mismatch_is_refused(tmp_path, store):
@@ -179,7 +188,7 @@ def test_scores_are_cosine_in_any_chroma_space(tmp_path):
         store.add_document(a)
         q = a.embeddings[0] * 0.8 + a.embeddings[1] * 0.6
         q /= np.linalg.norm(q)
-        hits = store.query(q, 4)
+        hits = store.nearest(q, 4)
         expected = sorted((float(v @ q) for v in a.embeddings), reverse=True)
         assert [h.score for h in hits] == pytest.approx(expected, abs=1e-4), space
 

@@ -77,7 +77,7 @@ def _print_text(store, doc_id: str, as_json: bool) -> None:
     if text is None:
         fail(f"no document {doc_id!r} with stored text in this store (ids are paths relative to the folder indexed)")
     if as_json:
-        pages = sorted({s.page for s in store.document_sentences(doc_id) if s.page is not None})
+        pages = sorted({s.page for s in store.read_document(doc_id).sentences if s.page is not None})
         from landmark_rag.render import json_dumps
 
         payload = {"doc_id": doc_id, "source": record.get("source"), "pages": pages, "text": text}

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from landmark_rag.expand.expand import (
+    AnySentenceSource,
     BatchSentenceSource,
     InMemorySource,
     SentenceSource,
@@ -24,6 +25,7 @@ from landmark_rag.expand.strategies import (
 
 __all__ = [
     "Adaptive",
+    "AnySentenceSource",
     "BatchSentenceSource",
     "Front",
     "InMemorySource",

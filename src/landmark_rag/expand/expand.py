@@ -5,47 +5,56 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, Protocol, cast
 
 import numpy as np
 
 from landmark_rag.expand.headings import is_heading_line
 from landmark_rag.expand.strategies import Strategy, approx_tokens, choose_strategy
 from landmark_rag.store.schema import user_metadata
-from landmark_rag.types import DENSE_SCORE, Hit, Passage, Sentence, passage_pages
+from landmark_rag.types import DENSE_SCORE, EncodedDocument, Hit, Passage, Sentence, passage_pages
 
 
 class SentenceSource(Protocol):
-    """Where expansion reads neighbouring sentences from (a vector store, a docstore, memory)."""
+    """Where expansion reads neighbouring sentences from (a docstore, memory), one document at a time."""
 
     def get_sentences(self, doc_id: str, indices: Iterable[int]) -> dict[int, Sentence]: ...
 
     def get_embeddings(self, doc_id: str, indices: Iterable[int]) -> dict[int, np.ndarray]: ...
 
 
-class BatchSentenceSource(SentenceSource, Protocol):
-    """A source that reads the sentences of many documents in one call (``ChromaSentenceStore``)."""
+class BatchSentenceSource(Protocol):
+    """A source that reads the sentences of many documents in one call (``ChromaSentenceStore``:
+    its by-document read, ``read_documents``, which a vector store answers in one round trip)."""
 
-    def get_many(
-        self, requests: Mapping[str, Iterable[int]], *, embeddings: bool = False
-    ) -> dict[str, dict[int, tuple[Sentence, np.ndarray | None]]]: ...
+    def read_documents(
+        self, requests: Mapping[str, Iterable[int] | None], *, embeddings: bool = False
+    ) -> dict[str, EncodedDocument]: ...
+
+
+#: Anything expansion and re-scoring read sentences from.
+AnySentenceSource = SentenceSource | BatchSentenceSource
 
 
 def read_sentences(
-    source: SentenceSource, requests: Mapping[str, Iterable[int]], *, embeddings: bool = False
+    source: AnySentenceSource, requests: Mapping[str, Iterable[int]], *, embeddings: bool = False
 ) -> tuple[dict[str, dict[int, Sentence]], dict[str, dict[int, np.ndarray]]]:
     """Sentences (and, with ``embeddings``, vectors) of several documents, by document id.
 
-    One ``get_many`` call when the source has it (a vector store: one round trip per query
-    instead of one or two per document hit), else ``get_sentences``/``get_embeddings`` per
-    document (a docstore, memory).
+    One ``read_documents`` call when the source has it (a vector store: one round trip per
+    query instead of one or two per document hit), else ``get_sentences``/``get_embeddings``
+    per document (a docstore, memory).
     """
-    get_many = getattr(source, "get_many", None)
-    if callable(get_many):
-        got = get_many(requests, embeddings=embeddings)
-        sents = {d: {i: s for i, (s, _) in rows.items()} for d, rows in got.items()}
-        vecs = {d: {i: v for i, (_, v) in rows.items() if v is not None} for d, rows in got.items()} if embeddings else {}
+    read_documents = getattr(source, "read_documents", None)
+    if callable(read_documents):
+        got: dict[str, EncodedDocument] = read_documents(requests, embeddings=embeddings)
+        sents = {d: {s.index: s for s in doc.sentences} for d, doc in got.items()}
+        vecs = (
+            {d: {s.index: v for s, v in zip(doc.sentences, doc.embeddings, strict=True)} for d, doc in got.items()}
+            if embeddings else {}
+        )
         return sents, vecs
+    source = cast(SentenceSource, source)  # no batch read: one document at a time
     sents = {d: source.get_sentences(d, sorted(idx)) for d, idx in requests.items()}
     vecs = {d: source.get_embeddings(d, sorted(idx)) for d, idx in requests.items()} if embeddings else {}
     return sents, vecs
@@ -90,7 +99,7 @@ def _best_cosine(a: float | None, b: float | None) -> float | None:
 
 def expand_hits(
     hits: Sequence[Hit],
-    source: SentenceSource,
+    source: AnySentenceSource,
     strategy: Strategy | str = "front",
     *,
     query_vector: np.ndarray | None = None,

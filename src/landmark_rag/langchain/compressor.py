@@ -29,6 +29,7 @@ from landmark_rag.langchain.convert import has_sentence_metadata, hit_from_docum
 from landmark_rag.langchain.embeddings import LandmarkEmbeddings
 from landmark_rag.langchain.sources import DocumentSentenceSource
 from landmark_rag.store import DEFAULT_COLLECTION, ChromaSentenceStore
+from landmark_rag.store.schema import VERSION, sentence_id
 from landmark_rag.types import Hit
 
 
@@ -164,14 +165,21 @@ class BoundaryExpansionCompressor(CollectionAdapter, BaseDocumentCompressor):
             if missing:
                 raise ValueError(f"sentences {missing[:5]} are not in {self._sentences.describe()}")
         elif lookup:
-            for sid, text, md in self.store.records_by_id(list(lookup)):
-                out[lookup[sid]] = Document(page_content=text, metadata=md, id=sid)
-            for sid, pos in lookup.items():  # a plain address "doc_id:index" (record ids carry "@version")
+            # ids as stored, of whatever version: expand() drops the hidden ones, as it does
+            # for hits a framework's own search read raw
+            for sid, hit in self.store.read_ids(list(lookup), hidden=True).items():
+                out[lookup[sid]] = Document(page_content=hit.sentence.text, metadata=hit.metadata, id=sid)
+            addresses: dict[str, str] = {}  # a plain address "doc_id:index" (record ids carry "@version")
+            for sid, pos in lookup.items():
                 doc_id, _, index = sid.partition("@")[0].rpartition(":")
                 if out[pos] is None and doc_id and index.isdigit():
-                    found = self.store.sentence_records(doc_id, [int(index)]).get(int(index))
-                    if found is not None:
-                        out[pos] = Document(page_content=found[1], metadata=found[2], id=found[0])
+                    addresses[sid] = sentence_id(doc_id, int(index))
+            found = self.store.read_ids(list(dict.fromkeys(addresses.values()))) if addresses else {}
+            for sid, key in addresses.items():  # the sentence readers see at that address
+                if key in found:
+                    s = found[key].sentence
+                    rid = sentence_id(str(s.doc_id), s.index, found[key].metadata.get(VERSION))  # as stored
+                    out[lookup[sid]] = Document(page_content=s.text, metadata=dict(found[key].metadata), id=rid)
             missing = [sid for sid, pos in lookup.items() if out[pos] is None]
             if missing:
                 raise ValueError(f"sentences {missing[:5]} are not in collection {self.collection_name!r}")

@@ -22,7 +22,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from landmark_rag.expand import SentenceSource, Strategy, choose_strategy
+from landmark_rag.expand import AnySentenceSource, Strategy, choose_strategy
 from landmark_rag.index import LandmarkIndex
 from landmark_rag.llama_index.convert import is_sentence_node, node_doc_id, node_to_hit, passage_to_node
 from landmark_rag.llama_index.sources import sentence_source
@@ -73,7 +73,7 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
         strategy: str | Strategy | None = None,
         strategy_params: dict[str, int | float] | None = None,
         count_tokens: Callable[[str], int] | None = None,
-        source: SentenceSource | None = None,
+        source: AnySentenceSource | None = None,
         **kwargs: Any,
     ) -> None:
         # a name, a ready object, or None for what the model's landmark_config.json names;
@@ -101,7 +101,7 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
         return "BoundaryExpansionPostprocessor"
 
     @property
-    def source(self) -> SentenceSource:
+    def source(self) -> AnySentenceSource:
         return self._index.store
 
     @property

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from landmark_rag.expand import SentenceSource
+from landmark_rag.expand import AnySentenceSource
 from landmark_rag.llama_index.convert import is_sentence_node, node_to_sentence
 from landmark_rag.store import ChromaSentenceStore, sentence_id
 from landmark_rag.types import Sentence
@@ -65,7 +65,7 @@ def chroma_collection(vector_store: Any) -> Any | None:
     return None
 
 
-def sentence_source(vector_store: Any = None, docstore: Any = None) -> SentenceSource:
+def sentence_source(vector_store: Any = None, docstore: Any = None) -> AnySentenceSource:
     """Pick the source: a docstore when given, else the Chroma collection of ``vector_store``."""
     if docstore is not None:
         return DocstoreSentenceSource(docstore, embeddings=vector_store)

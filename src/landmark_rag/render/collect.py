@@ -6,20 +6,23 @@ without a store) and the store access is written once for every output format.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
-from landmark_rag.types import Passage, Sentence
+from landmark_rag.types import EncodedDocument, Passage, Sentence
 
 
 class DocumentStore(Protocol):
-    def get_sentences(self, doc_id: str, indices: Any) -> dict[int, Sentence]: ...
+    """What a results view reads from a store (``ChromaSentenceStore`` has it)."""
+
+    def read_document(
+        self, doc_id: str, indices: Iterable[int] | None = None, *, embeddings: bool = False
+    ) -> EncodedDocument: ...
 
     def document_text(self, doc_id: str) -> str | None: ...
-
-    def document_embeddings(self, doc_id: str) -> tuple[list[Sentence], np.ndarray]: ...
 
     def documents(self, *, include_incomplete: bool = False) -> dict[str, dict[str, Any]]: ...
 
@@ -38,11 +41,7 @@ class DocumentView:
 
 def passage_hits(store: DocumentStore, passages: list[Passage]) -> list[list[Sentence]]:
     """The hit sentences of each passage, in document order."""
-    out = []
-    for p in passages:
-        got = store.get_sentences(p.doc_id, p.hit_indices)
-        out.append([got[i] for i in sorted(got)])
-    return out
+    return [store.read_document(p.doc_id, p.hit_indices).sentences for p in passages]
 
 
 def passage_source(passage: Passage) -> str:
@@ -71,7 +70,8 @@ def document_views(store: DocumentStore, passages: list[Passage], query_vector: 
     for rank, p in enumerate(passages, start=1):
         view = views.get(p.doc_id)
         if view is None:
-            sentences, vecs = store.document_embeddings(p.doc_id)
+            doc = store.read_document(p.doc_id, embeddings=True)
+            sentences, vecs = doc.sentences, doc.embeddings
             text = store.document_text(p.doc_id) or _rebuild(sentences)
             scores = (vecs @ q).astype(np.float32) if len(sentences) else np.zeros(0, dtype=np.float32)
             source = str(sources.get(p.doc_id) or passage_source(p))

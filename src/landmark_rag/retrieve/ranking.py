@@ -113,7 +113,8 @@ def _dense(request: Request, n: int, store: Any) -> Ranked:
     Exactly ``n``, no read-ahead: Chroma's approximate search depends on ``n_results``, and
     these are the sizes dense search has always asked for, so its results stay the same.
     """
-    records = store.top(request.vector, n, where=request.where)
+    # every record, hidden ones included: fewer than n of those is what says the store has no more
+    records = store.nearest(request.vector, n, where=request.where, hidden=True)
     hits = store.visible_hits(records)
     for h in hits:  # a dense score is the cosine itself (Passage.cosine reads it here)
         h.metadata[DENSE_SCORE] = float(h.score)
@@ -138,7 +139,7 @@ def _hybrid(request: Request, n: int, sources: Sources) -> Ranked:
     """
     assert sources.lexical is not None and request.text is not None
     fusion, depth, ask = sources.fusion, max(n, sources.fusion.depth), _read_ahead(n)
-    dense = sources.store.query_ids(request.vector, depth, where=request.where)
+    dense = sources.store.nearest_ids(request.vector, depth, where=request.where)
     lexical = sources.lexical.candidates(request.text, depth, where=request.where)
     fused = fuse(dense, lexical, fusion.method, fusion.weight, rrf_k=fusion.rrf_k)
     hits = _records(fused[:ask], sources.store)
@@ -149,7 +150,7 @@ def _hybrid(request: Request, n: int, sources: Sources) -> Ranked:
 
 def _records(ranking: Sequence[tuple[Any, float]], store: Any) -> list[Hit]:
     """The visible records of ``ranking``'s ids, scored and ordered as ranked."""
-    return store.hits_by_ids([str(u) for u, _ in ranking], [s for _, s in ranking])
+    return list(store.read_ids([str(u) for u, _ in ranking], [s for _, s in ranking]).values())
 
 
 def _record_halves(hits: list[Hit], dense: dict[str, float], lexical: dict[str, float]) -> None:

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from landmark_rag.expand import SentenceSource, read_sentences
+from landmark_rag.expand import AnySentenceSource, read_sentences
 from landmark_rag.types import DENSE_SCORE, Hit, Passage
 
 Scored = TypeVar("Scored", Hit, Passage)
@@ -27,7 +27,7 @@ def unit_vector(vector: object) -> np.ndarray:
     return v / max(float(np.linalg.norm(v)), 1e-12)
 
 
-def cosine_rescore(items: Sequence[Scored], source: SentenceSource, query_vector: np.ndarray) -> list[Scored]:
+def cosine_rescore(items: Sequence[Scored], source: AnySentenceSource, query_vector: np.ndarray) -> list[Scored]:
     """Copies of ``items`` scored by cosine with ``query_vector``, in the same order.
 
     A :class:`~landmark_rag.types.Hit` scores as its sentence's stored vector; a

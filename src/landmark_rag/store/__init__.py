@@ -5,8 +5,13 @@
 - ``manifest.py``: the write protocol and the rule for what readers see;
 - ``identity.py``: which model the vectors come from (check, record, stamps, ``store_model``);
 - ``schema.py``: every stored key and value (sentence ids, flat metadata, manifest fields);
-- ``chroma.py``: ``ChromaSentenceStore``, the facade over them and the store's reads;
-- ``lexical.py`` / ``analyzer.py``: the sentence-level BM25 cache derived from a store.
+- ``reads.py``: the store's few reads (nearest neighbours, records by id, sentences by
+  document), each showing only what the manifest makes visible;
+- ``chroma.py``: ``ChromaSentenceStore``, the facade over them (opening, writing, reading);
+- ``bm25.py``: the package's one BM25 (scores of sentences given as terms);
+- ``analyzer.py``: text -> lexical terms, per language;
+- ``lexical.py`` / ``lexical_cache.py``: the sentence-level BM25 index derived from a store,
+  kept in sync with its manifest, and its cache on disk.
 """
 
 from landmark_rag.store.chroma import ChromaSentenceStore

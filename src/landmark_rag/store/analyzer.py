@@ -1,10 +1,11 @@
-"""Text -> lexical terms for the sentence-level BM25 index (``store/lexical.py``).
+"""Text -> lexical terms for the package's BM25 (``store/bm25.py``): the sentence-level index of
+a store (``store/lexical.py``) and the evaluation's ``bm25`` and ``hybrid`` systems.
 
 One analyzer per ``language`` setting, used for the stored sentences and for queries alike
 (terms only match when both sides are analysed the same way):
 
 - words are runs of word characters of two or more letters, case-folded (the splitter
-  bm25s uses, so English terms equal the eval harness's ``bm25`` baseline);
+  bm25s uses, so plain English text gives the terms a bm25s pipeline would);
 - stop words of the language are dropped and the rest Snowball-stemmed with PyStemmer, so
   "reactions" matches "reaction" (without stemming BM25 misses every plural and tense);
 - scripts written without spaces (Han, Hiragana, Katakana, Thai, Lao, Khmer, Myanmar) have

@@ -4,9 +4,9 @@ Chroma 1.5 has no ranked full-text search outside Chroma Cloud: sparse-vector in
 ``Search``/``Rrf`` API are refused by ``PersistentClient`` *and* by a local ``chroma run``
 server ("Sparse vector indexing is not enabled in local", "Search is not implemented for
 Local Chroma"), and ``where_document={"$contains": ...}`` filters without ranking. So the
-lexical index is BM25 as ``bm25s`` scores it (Lucene variant, k1 1.5, b 0.75; stop-word lists
-from bm25s, Snowball stemming from PyStemmer), over exactly the stored sentence units, same
-ids ``doc_id:index``; its matrix is built vectorised (see :class:`BM25Index`).
+lexical index is the package's BM25 (``store/bm25.py``: Lucene variant, k1 1.5, b 0.75) over
+terms from ``store/analyzer.py`` (stop-word lists from bm25s, Snowball stemming from
+PyStemmer), over exactly the stored sentence units, same ids ``doc_id:index``.
 
 It is a **derived cache of the store, keyed by the manifest**, never a second source of truth:
 
@@ -19,10 +19,8 @@ It is a **derived cache of the store, keyed by the manifest**, never a second so
 - every lexical hit is re-read from Chroma by id and passes the same visibility check as a
   vector hit (manifest ``complete`` and same content hash), so a stale cache can miss a fresh
   document but can never return text the store does not hold;
-- a local store persists the cache in ``<db>/landmark_lexical/<collection>/`` (written to a
-  temporary folder and renamed, so readers see an old or a new cache, never a torn one); a
-  server store (``http://``) keeps it in memory, built from the server on first use, or in a
-  ``cache_dir`` the caller names.
+- a local store persists the cache beside it, a server store keeps it in memory
+  (``store/lexical_cache.py``).
 
 Writers need to know nothing about it: anything that writes through the store protocol (the
 CLI, ``landmark_rag.ingest``, Ray workers, another process) is picked up by the next sync.
@@ -35,127 +33,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from landmark_rag.store.analyzer import ANALYZER_VERSION, language_name, make_analyzer
+from landmark_rag.store.bm25 import BM25Index, ranked_rows
+from landmark_rag.store.lexical_cache import FORMAT, LEXICAL_DIR, DocTerms, LexicalCache, Snapshot, cache_folder
 from landmark_rag.store.manifest import is_complete, version_key
 from landmark_rag.store.schema import DOC_ID, INDEX, N_SENTENCES, sentence_id
 from landmark_rag.types import Hit
 
-LEXICAL_DIR = "landmark_lexical"
-_FORMAT = 1
 _SCANNED = "scan:"  # key prefix of documents without a manifest record
-
-
-class BM25Index:
-    """BM25 over sentences given as term ids (pure, in memory): one row per sentence id.
-
-    The Lucene variant with bm25s's defaults (k1 1.5, b 0.75), so scores equal the eval
-    harness's ``bm25`` baseline (a test pins them to ``bm25s.BM25``). The score matrix is
-    built with a few vectorised numpy operations instead of ``bm25s.BM25.index``, whose
-    per-document Python loop took 9 s for 100k sentences on the shared CPU; this index is
-    rebuilt whenever a reader notices that the store changed, so it must be cheap.
-
-    ``flat`` holds every sentence's term ids back to back and ``lengths`` their counts.
-    """
-
-    def __init__(
-        self, ids: Sequence[str], flat: np.ndarray, lengths: np.ndarray, vocab: dict[str, int],
-        *, k1: float = 1.5, b: float = 0.75,
-    ) -> None:
-        self.ids = list(ids)
-        self.vocab = vocab
-        n, n_terms = len(self.ids), max(len(vocab), 1)
-        lengths = np.asarray(lengths, dtype=np.int64)
-        flat = np.asarray(flat, dtype=np.int64)
-        if lengths.shape[0] != n or int(lengths.sum()) != flat.shape[0]:
-            raise ValueError("ids, term ids and lengths disagree")
-        doc = np.repeat(np.arange(n, dtype=np.int64), lengths)
-        pairs, tf = np.unique(flat * max(n, 1) + doc, return_counts=True)  # sorted by term, then row
-        term, row = pairs // max(n, 1), pairs % max(n, 1)
-        df = np.bincount(term, minlength=n_terms)
-        idf = np.log1p((n - df + 0.5) / (df + 0.5))
-        avg = float(lengths.mean()) if n and lengths.sum() else 1.0
-        norm = k1 * ((1.0 - b) + b * lengths[row] / avg)
-        self._data = (idf[term] * tf / (norm + tf)).astype(np.float32)
-        self._rows = row
-        self._indptr = np.concatenate([[0], np.cumsum(df)])
-
-    @classmethod
-    def from_terms(cls, ids: Sequence[str], rows: Sequence[Sequence[int]], vocab: dict[str, int]) -> BM25Index:
-        """From one list of term ids per sentence."""
-        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
-        flat = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=int(lengths.sum()))
-        return cls(ids, flat, lengths, vocab)
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the score matrix (values, rows, term pointers)."""
-        return int(self._data.nbytes + self._rows.nbytes + self._indptr.nbytes)
-
-    def scores(self, terms: Sequence[str]) -> np.ndarray:
-        """float32 BM25 score of every row for a query's terms (zeros when none is known).
-
-        A term repeated in the query counts as often as it appears (as in bm25s).
-        """
-        out = np.zeros(len(self.ids), dtype=np.float32)
-        for t in terms:
-            j = self.vocab.get(t)
-            if j is not None and j + 1 < self._indptr.shape[0]:
-                lo, hi = self._indptr[j], self._indptr[j + 1]
-                out[self._rows[lo:hi]] += self._data[lo:hi]  # rows are unique within a term
-        return out
-
-    def top(self, terms: Sequence[str], n: int) -> list[tuple[int, float]]:
-        """Rows with a positive score, best first, at most ``n`` (ties: lower row first)."""
-        if n <= 0 or not self.ids:
-            return []
-        return ranked_rows(self.scores(terms), n)
-
-
-def ranked_rows(scores: np.ndarray, n: int) -> list[tuple[int, float]]:
-    """The ``n`` best rows with a positive score, best first (ties: lower row first)."""
-    pos = np.flatnonzero(scores > 0)
-    if pos.size > n:
-        pos = pos[np.argpartition(-scores[pos], n - 1)[:n]]
-    order = pos[np.lexsort((pos, -scores[pos]))]
-    return [(int(i), float(scores[i])) for i in order]
-
-
-@dataclass
-class _Doc:
-    key: str  # the manifest's content hash (or a hash of the records for manifest-less docs)
-    ids: list[str]
-    flat: np.ndarray  # int32 term ids of all its sentences, back to back
-    lengths: np.ndarray  # int64 number of terms per sentence
-
-
-@dataclass
-class _Snapshot:
-    """An immutable state of the lexical index (queries read it without locking)."""
-
-    docs: dict[str, _Doc]
-    vocab: dict[str, int]
-    counts: tuple[Any, ...]
-    index: BM25Index = field(repr=False)
-
-    @classmethod
-    def build(cls, docs: dict[str, _Doc], vocab: dict[str, int], counts: tuple[Any, ...]) -> _Snapshot:
-        ids = [i for d in docs.values() for i in d.ids]
-        flat = np.concatenate([d.flat for d in docs.values()]) if docs else np.zeros(0, np.int32)
-        lengths = np.concatenate([d.lengths for d in docs.values()]) if docs else np.zeros(0, np.int64)
-        return cls(docs, vocab, counts, BM25Index(ids, flat, lengths, vocab))
 
 
 class StoreLexicalIndex:
@@ -180,13 +71,14 @@ class StoreLexicalIndex:
         self.language = language_name(language)
         self.analyze = make_analyzer(self.language)
         self.show_progress = show_progress
-        self.cache_dir = _cache_dir(store, cache_dir)
-        self._snap: _Snapshot | None = None
+        self.cache_dir = cache_folder(store, cache_dir)
+        self._cache = LexicalCache(self.cache_dir, self._signature())
+        self._snap: Snapshot | None = None
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ state
     def _signature(self) -> dict[str, Any]:
-        return {"format": _FORMAT, "analyzer": ANALYZER_VERSION, "language": self.language}
+        return {"format": FORMAT, "analyzer": ANALYZER_VERSION, "language": self.language}
 
     def _counts(self) -> tuple[Any, ...]:
         """What tells that the store changed: the manifest's generation token (bumped by every
@@ -201,23 +93,23 @@ class StoreLexicalIndex:
     def __len__(self) -> int:
         return len(self.snapshot().index)
 
-    def snapshot(self) -> _Snapshot:
+    def snapshot(self) -> Snapshot:
         """The current state, syncing first when the store's counts moved since the last sync."""
         snap = self._snap
         if snap is None or snap.counts != self._counts():
             return self.sync()
         return snap
 
-    def refresh(self) -> _Snapshot:
+    def refresh(self) -> Snapshot:
         """Compare every document with the manifest now (catches same-size replacements)."""
         return self.sync(force=True)
 
-    def sync(self, *, force: bool = False) -> _Snapshot:
+    def sync(self, *, force: bool = False) -> Snapshot:
         """Bring the index in line with the store; re-reads only changed documents."""
         with self._lock:
             snap = self._snap
             if snap is None:
-                snap = self._load()
+                snap = self._cache.load()
             counts = self._counts()
             if snap is not None and snap.counts == counts and not force and self._snap is not None:
                 return snap
@@ -228,11 +120,11 @@ class StoreLexicalIndex:
             todo = [d for d in wanted if d not in docs]
             if todo or len(docs) != len(old) or snap is None:
                 docs.update(self._read(todo, wanted, vocab))
-                snap = _Snapshot.build(docs, vocab, counts)
-                self._save(snap)
+                snap = Snapshot.build(docs, vocab, counts)
+                self._cache.save(snap)
             elif snap.counts != counts:
-                snap = _Snapshot(snap.docs, snap.vocab, counts, snap.index)
-                self._save(snap)
+                snap = Snapshot(snap.docs, snap.vocab, counts, snap.index)
+                self._cache.save(snap)
             self._snap = snap
             return snap
 
@@ -253,15 +145,15 @@ class StoreLexicalIndex:
         if not self.store.has_manifest or (not writing and self.store.count_sentences() != expected):
             # sentences written without a manifest (e.g. LlamaIndex's ChromaVectorStore): read
             # their metadata once and key each such document by a hash of its records
-            for d, key in _scan_foreign(self.store.iter_metadata(), set(manifest_docs)).items():
+            for d, key in _scan_foreign(self.store.scan(), set(manifest_docs)).items():
                 wanted[d] = (_SCANNED + key, None)
         return wanted
 
     def _read(
         self, doc_ids: Sequence[str], wanted: dict[str, tuple[str, int | None]], vocab: dict[str, int]
-    ) -> dict[str, _Doc]:
+    ) -> dict[str, DocTerms]:
         """Read and analyse the sentences of ``doc_ids`` from the store."""
-        out: dict[str, _Doc] = {}
+        out: dict[str, DocTerms] = {}
         if not doc_ids:
             return out
         from tqdm.auto import tqdm
@@ -271,7 +163,7 @@ class StoreLexicalIndex:
         for i in range(0, len(doc_ids), step):
             batch = list(doc_ids[i : i + step])
             per: dict[str, list[tuple[int, str, str]]] = {d: [] for d in batch}
-            for sid, text, md in self.store.document_records(batch):
+            for sid, text, md in self.store.scan(batch, text=True):
                 d = str(md.get(DOC_ID))
                 if d not in per:
                     continue
@@ -287,7 +179,7 @@ class StoreLexicalIndex:
                 key = wanted[d][0]
                 sents.sort()
                 rows = [[vocab.setdefault(t, len(vocab)) for t in self.analyze(text)] for _, _, text in sents]
-                out[d] = _Doc(
+                out[d] = DocTerms(
                     key, [sid for _, sid, _ in sents],
                     np.asarray([t for r in rows for t in r], dtype=np.int32),
                     np.asarray([len(r) for r in rows], dtype=np.int64),
@@ -295,63 +187,6 @@ class StoreLexicalIndex:
             bar.update(len(batch))
         bar.close()
         return out
-
-    # ------------------------------------------------------------------ persistence
-    def _load(self) -> _Snapshot | None:
-        if self.cache_dir is None:
-            return None
-        try:
-            meta = json.loads((self.cache_dir / "state.json").read_text())
-            if meta.get("signature") != self._signature():
-                return None
-            arrays = np.load(self.cache_dir / "terms.npz")
-            flat, lengths = arrays["flat"], arrays["lengths"]
-        except (OSError, ValueError, KeyError):
-            return None  # absent or unreadable: rebuilt from the store
-        vocab = {t: i for i, t in enumerate(meta["vocab"])}
-        bounds = np.concatenate([[0], np.cumsum(lengths)])
-        docs: dict[str, _Doc] = {}
-        row = 0
-        for d, key, ids in meta["docs"]:
-            n = len(ids)
-            docs[d] = _Doc(key, list(ids), flat[bounds[row] : bounds[row + n]], lengths[row : row + n])
-            row += n
-        return _Snapshot.build(docs, vocab, tuple(meta["counts"]))
-
-    def _save(self, snap: _Snapshot) -> None:
-        if self.cache_dir is None:
-            return
-        vocab = [""] * len(snap.vocab)
-        for t, i in snap.vocab.items():
-            vocab[i] = t
-        meta = {
-            "signature": self._signature(),
-            "counts": list(snap.counts),
-            "vocab": vocab,
-            "docs": [[d, doc.key, doc.ids] for d, doc in snap.docs.items()],
-        }
-        parent = self.cache_dir.parent
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{self.cache_dir.name}.", dir=parent))
-        except OSError:
-            return  # a read-only store: the index lives in memory for this process
-        try:
-            np.savez(
-                tmp / "terms.npz",
-                flat=np.concatenate([d.flat for d in snap.docs.values()]) if snap.docs else np.zeros(0, np.int32),
-                lengths=(
-                    np.concatenate([d.lengths for d in snap.docs.values()]) if snap.docs else np.zeros(0, np.int64)
-                ),
-            )
-            (tmp / "state.json").write_text(json.dumps(meta))
-            old = parent / f".{self.cache_dir.name}.old.{os.getpid()}.{threading.get_ident()}"
-            if self.cache_dir.exists():
-                os.replace(self.cache_dir, old)
-            os.replace(tmp, self.cache_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)  # a read-only or racing store: memory only
 
     # ------------------------------------------------------------------ reading
     def candidates(self, text: str, n: int, *, where: dict[str, Any] | None = None) -> list[tuple[str, float]]:
@@ -373,7 +208,7 @@ class StoreLexicalIndex:
             if not ranked:
                 break
             ids = [snap.index.ids[r] for r, _ in ranked]
-            keep = self.store.keys_matching(ids, where)
+            keep = self.store.read_ids(ids, where=where)  # the visible ones passing the filter
             out.extend((i, s) for i, (_, s) in zip(ids, ranked, strict=True) if i in keep)
             done, limit = done + len(ranked), limit * 4
         return out[:n]
@@ -383,18 +218,20 @@ class StoreLexicalIndex:
 
         Sentences sharing no term with the query are not hits, so fewer than ``n`` come back
         when fewer match. ``where`` is applied by Chroma. A plain read, like the store's
-        ``query``: a few more candidates than ``n`` are read so that a hidden one (a document
+        ``nearest``: a few more candidates than ``n`` are read so that a hidden one (a document
         being written) rarely leaves it short; a search that needs more asks again
         (``retrieve/search.py``).
         """
         if n <= 0:
             return []
-        cands = self.candidates(text, n + max(8, n // 4), where=where)
-        hits = self.store.hits_by_ids([i for i, _ in cands], [s for _, s in cands])
+        hits = self._hits(self.candidates(text, n + max(8, n // 4), where=where))
         if self.stale(hits):  # the index was out of date and has re-synced: rank again
-            cands = self.candidates(text, n + max(8, n // 4), where=where)
-            hits = self.store.hits_by_ids([i for i, _ in cands], [s for _, s in cands])
+            hits = self._hits(self.candidates(text, n + max(8, n // 4), where=where))
         return hits[:n]
+
+    def _hits(self, ranking: Sequence[tuple[str, float]]) -> list[Hit]:
+        """The visible records of a ranking's ids, scored and ordered as ranked."""
+        return list(self.store.read_ids([i for i, _ in ranking], [s for _, s in ranking]).values())
 
     def stale(self, hits: Sequence[Hit]) -> bool:
         """Whether a hit shows that the index is out of date; if so, re-syncs it.
@@ -415,36 +252,23 @@ class StoreLexicalIndex:
         return snap.index.ids, snap.index.scores(self.analyze(text))
 
     @staticmethod
-    def _stale(snap: _Snapshot, hit: Hit) -> bool:
+    def _stale(snap: Snapshot, hit: Hit) -> bool:
         doc = snap.docs.get(str(hit.sentence.doc_id))
         stored = version_key(hit.metadata)
         return doc is not None and stored != "" and not doc.key.startswith(_SCANNED) and doc.key != stored
 
 
-def _cache_dir(store: Any, cache_dir: str | os.PathLike[str] | bool | None) -> Path | None:
-    if cache_dir is False:
-        return None
-    name = _safe(store.name)
-    if cache_dir not in (None, True):
-        return Path(os.fspath(cache_dir)) / name  # type: ignore[arg-type]
-    if store.local_path is not None:
-        return Path(store.local_path) / LEXICAL_DIR / name
-    return None  # a server store: memory only unless the caller names a folder
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
-
-
-def _scan_foreign(records: Iterable[tuple[str, dict[str, Any]]], known: Iterable[str]) -> dict[str, str]:
-    """``doc_id -> key`` for documents with sentences but no manifest record."""
+def _scan_foreign(records: Iterable[tuple[str, str, dict[str, Any]]], known: Iterable[str]) -> dict[str, str]:
+    """``doc_id -> key`` for documents with sentences but no manifest record (``records``:
+    ``(id, text, metadata)`` as the store's ``scan`` gives them; the text is not keyed)."""
     known = set(known)
     parts: dict[str, list[str]] = {}
-    for sid, md in records:
+    for sid, _, md in records:
         d = str(md.get(DOC_ID, sid.rsplit(":", 1)[0]))
         if d not in known:
             parts.setdefault(d, []).append(sid + "|" + json.dumps(md, sort_keys=True, default=str))
     return {d: hashlib.sha256("\n".join(sorted(p)).encode()).hexdigest() for d, p in parts.items()}
 
 
+# BM25Index and ranked_rows were defined here before store/bm25.py; their old import path stays
 __all__ = ["LEXICAL_DIR", "BM25Index", "StoreLexicalIndex", "ranked_rows"]

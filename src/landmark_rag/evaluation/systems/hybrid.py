@@ -1,8 +1,9 @@
 """``hybrid``: the package's landmark vectors fused with sentence-level BM25.
 
 The same units, vectors and expansion as ``landmark`` (the encoding is shared, not redone),
-plus the lexical index the package keeps beside a store (``landmark_rag.store.lexical``:
-bm25s over the same sentences, analysed by ``landmark_rag.store.analyzer``), fused the way
+plus the BM25 the package keeps beside a store (``landmark_rag.store.bm25``, the same one
+the ``bm25`` system reports, over the same sentences, analysed by
+``landmark_rag.store.analyzer``), fused the way
 ``LandmarkIndex.search(mode="hybrid")`` fuses them (``landmark_rag.retrieve.fusion``: top
 ``depth`` of each half). The fusion settings are the model's ``landmark_config.json``
 ``fusion`` entry; a model that names none (dense only) is fused with the package defaults,
@@ -23,7 +24,7 @@ from landmark_rag.evaluation.systems.base import IndexStats, Workspace
 from landmark_rag.evaluation.systems.landmark import LandmarkSystem
 from landmark_rag.retrieve.fusion import FusionConfig, fuse_arrays
 from landmark_rag.store.analyzer import make_analyzer
-from landmark_rag.store.lexical import BM25Index
+from landmark_rag.store.bm25 import BM25Index
 
 
 class HybridSystem(LandmarkSystem):
@@ -45,12 +46,8 @@ class HybridSystem(LandmarkSystem):
                 self.fusion = FusionConfig(mode="hybrid", language=self.fusion.language)
         t0 = time.perf_counter()
         self.analyze = make_analyzer(self.fusion.language)
-        vocab: dict[str, int] = {}
-        rows = [
-            [vocab.setdefault(t, len(vocab)) for t in self.analyze(corpus.sentence_text(g))]
-            for g in range(corpus.n_sentences)
-        ]
-        self.lexical = BM25Index.from_terms([str(g) for g in range(corpus.n_sentences)], rows, vocab)
+        texts = [corpus.sentence_text(g) for g in range(corpus.n_sentences)]
+        self.lexical = BM25Index.from_texts([str(g) for g in range(corpus.n_sentences)], texts, self.analyze)
         seconds = time.perf_counter() - t0
         lex_bytes = self.lexical.nbytes
         # charged both halves: a shared dense encoding is still this system's cost

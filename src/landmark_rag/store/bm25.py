@@ -1,0 +1,105 @@
+"""BM25 arithmetic over sentences given as term ids: the package's one BM25.
+
+Both lexical rankings the package reports use it: the lexical half of hybrid search
+(:class:`~landmark_rag.store.lexical.StoreLexicalIndex`, over a store's sentences) and the
+evaluation harness's ``bm25`` and ``hybrid`` systems (over a corpus in memory), so every
+BM25 figure in a results table comes from the same scoring. Terms come from
+``store/analyzer.py``; this module only counts.
+
+It is BM25 as ``bm25s`` scores it (Lucene variant, k1 1.5, b 0.75), pinned to
+``bm25s.BM25`` by a test, but the matrix is built with a few vectorised numpy operations:
+``bm25s.BM25.index`` loops over documents in Python (9 s for 100k sentences on the shared
+CPU, against 0.85 s), and a store's index is rebuilt whenever a reader sees the store change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+
+class BM25Index:
+    """BM25 over sentences given as term ids (pure, in memory): one row per sentence id.
+
+    The Lucene variant with bm25s's defaults (k1 1.5, b 0.75); see the module docstring for
+    why the matrix is built here rather than by ``bm25s``.
+
+    ``flat`` holds every sentence's term ids back to back and ``lengths`` their counts.
+    """
+
+    def __init__(
+        self, ids: Sequence[str], flat: np.ndarray, lengths: np.ndarray, vocab: dict[str, int],
+        *, k1: float = 1.5, b: float = 0.75,
+    ) -> None:
+        self.ids = list(ids)
+        self.vocab = vocab
+        n, n_terms = len(self.ids), max(len(vocab), 1)
+        lengths = np.asarray(lengths, dtype=np.int64)
+        flat = np.asarray(flat, dtype=np.int64)
+        if lengths.shape[0] != n or int(lengths.sum()) != flat.shape[0]:
+            raise ValueError("ids, term ids and lengths disagree")
+        doc = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        pairs, tf = np.unique(flat * max(n, 1) + doc, return_counts=True)  # sorted by term, then row
+        term, row = pairs // max(n, 1), pairs % max(n, 1)
+        df = np.bincount(term, minlength=n_terms)
+        idf = np.log1p((n - df + 0.5) / (df + 0.5))
+        avg = float(lengths.mean()) if n and lengths.sum() else 1.0
+        norm = k1 * ((1.0 - b) + b * lengths[row] / avg)
+        self._data = (idf[term] * tf / (norm + tf)).astype(np.float32)
+        self._rows = row
+        self._indptr = np.concatenate([[0], np.cumsum(df)])
+
+    @classmethod
+    def from_terms(cls, ids: Sequence[str], rows: Sequence[Sequence[int]], vocab: dict[str, int]) -> BM25Index:
+        """From one list of term ids per sentence."""
+        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+        flat = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=int(lengths.sum()))
+        return cls(ids, flat, lengths, vocab)
+
+    @classmethod
+    def from_texts(cls, ids: Sequence[str], texts: Sequence[str], analyze: Callable[[str], list[str]]) -> BM25Index:
+        """From one text per row, analysed by ``analyze`` (``store.analyzer.make_analyzer``):
+        an in-memory corpus (the evaluation's systems) in one call."""
+        vocab: dict[str, int] = {}
+        rows = [[vocab.setdefault(t, len(vocab)) for t in analyze(text)] for text in texts]
+        return cls.from_terms(ids, rows, vocab)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the score matrix (values, rows, term pointers)."""
+        return int(self._data.nbytes + self._rows.nbytes + self._indptr.nbytes)
+
+    def scores(self, terms: Sequence[str]) -> np.ndarray:
+        """float32 BM25 score of every row for a query's terms (zeros when none is known).
+
+        A term repeated in the query counts as often as it appears (as in bm25s).
+        """
+        out = np.zeros(len(self.ids), dtype=np.float32)
+        for t in terms:
+            j = self.vocab.get(t)
+            if j is not None and j + 1 < self._indptr.shape[0]:
+                lo, hi = self._indptr[j], self._indptr[j + 1]
+                out[self._rows[lo:hi]] += self._data[lo:hi]  # rows are unique within a term
+        return out
+
+    def top(self, terms: Sequence[str], n: int) -> list[tuple[int, float]]:
+        """Rows with a positive score, best first, at most ``n`` (ties: lower row first)."""
+        if n <= 0 or not self.ids:
+            return []
+        return ranked_rows(self.scores(terms), n)
+
+
+def ranked_rows(scores: np.ndarray, n: int) -> list[tuple[int, float]]:
+    """The ``n`` best rows with a positive score, best first (ties: lower row first)."""
+    pos = np.flatnonzero(scores > 0)
+    if pos.size > n:
+        pos = pos[np.argpartition(-scores[pos], n - 1)[:n]]
+    order = pos[np.lexsort((pos, -scores[pos]))]
+    return [(int(i), float(scores[i])) for i in order]
+
+
+__all__ = ["BM25Index", "ranked_rows"]
