@@ -112,7 +112,7 @@ def test_pairwise_and_pseudo_builders():
     assert len(ex.units) == 4
     (pos,) = {s[0] for s in ex.spans}
     para = next(
-        (d.article, p) for d in arts for p, (s, e) in enumerate(d.article.paragraphs) if d.article.text[s:e] == ex.units[pos]
+        (a, p) for a in (d.article for d in arts) for p, (s, e) in enumerate(a.paragraphs) if a.text[s:e] == ex.units[pos]
     )
     questions = {q.question for q in para[0].questions if para[0].paragraph_of(q.answer_start) == para[1]}
     assert set(ex.queries) <= questions

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from landmark_rag.datasets import Article, select
+from landmark_rag.datasets import Article, Question, select
 
 __all__ = ["cap_questions", "choose_articles"]
 
@@ -60,7 +60,10 @@ def cap_questions(articles: Sequence[Article], max_questions: int) -> list[Artic
                 keep[i].add(art.questions[depth].qid)
                 left -= 1
         depth += 1
-    return [replace(a, questions=tuple(q for q in a.questions if q.qid in kept)) for a, kept in zip(articles, keep, strict=True)]
+    return [
+        replace(a, questions=tuple(q for q in a.questions if q.qid in kept))
+        for a, kept in zip(articles, keep, strict=True)
+    ]
 
 
 @dataclass(slots=True)
@@ -71,14 +74,18 @@ class _EvalSet:
     articles: list[Article]
 
     @property
-    def questions(self) -> list[Any]:
+    def questions(self) -> list[Question]:
         return [q for a in self.articles for q in a.questions]
 
     def __len__(self) -> int:
         return sum(len(a.questions) for a in self.articles)
 
 
-_DEPRECATED = {"EvalArticle": ("landmark_rag.datasets.Article", Article), "EvalSet": ("a list of articles", _EvalSet)}
+#: Names docs/evaluation.md showed before the one record type -> (what to use instead, the object).
+_DEPRECATED: dict[str, tuple[str, Any]] = {
+    "EvalArticle": ("landmark_rag.datasets.Article", Article),
+    "EvalSet": ("a list of landmark_rag.datasets.Article", _EvalSet),
+}
 
 
 def _deprecated(name: str, module: str) -> Any:

@@ -25,7 +25,10 @@ def squad_documents(files: Sequence[Path], source: str, domain: str) -> Iterator
         raw = data["data"] if isinstance(data, dict) else data
         articles = parse_squad([raw] if isinstance(raw, dict) else raw)
         for art in articles:
-            questions = tuple(replace(q, answers=q.answers[:1], answer_starts=q.answer_starts[:1]) for q in art.questions)
+            # the first answer only: the format stores one per question
+            questions = tuple(
+                replace(q, answers=q.answers[:1], answer_starts=q.answer_starts[:1]) for q in art.questions
+            )
             yield replace(art, doc_id=f"{source}:{art.title}", source=source, domain=domain, questions=questions)
 
 
