@@ -30,14 +30,14 @@ def offsets(encoder: LandmarkEncoder, articles: list, before: list | None = None
     """``top hit - answer sentence`` per question; questions whose hit is the sentence just
     before the answer are appended to ``before`` as (question, hit text, answer sentence)."""
     out = []
-    for art in articles:
-        doc = encoder.encode_document(art.text, art.title, sentences=art.sentences)
-        scores = encoder.encode_queries([q.text for q in art.questions]) @ doc.embeddings.T
-        for q, row in zip(art.questions, scores, strict=True):
+    for art in articles:  # train.SegmentedArticle: the record and the encoder's sentences of it
+        doc = encoder.encode_document(art.article.text, art.article.title, sentences=list(art.sentences))
+        scores = encoder.encode_queries([q.question for q in art.article.questions]) @ doc.embeddings.T
+        for q, row in zip(art.article.questions, scores, strict=True):
             hit, gold = int(np.argmax(row)), art.answer_span(q)[-1]
             out.append(hit - gold)
             if before is not None and hit == gold - 1:
-                before.append((q.text, art.sentences[hit].text, art.sentences[gold].text))
+                before.append((q.question, art.sentences[hit].text, art.sentences[gold].text))
     return out
 
 

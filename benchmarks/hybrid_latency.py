@@ -28,7 +28,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from landmark_rag import LandmarkEncoder, LandmarkIndex
-from landmark_rag.evaluation.data import load_squad
+from landmark_rag.datasets import read_squad, select
 from landmark_rag.store import ChromaSentenceStore
 from landmark_rag.store.lexical import StoreLexicalIndex
 from landmark_rag.types import EncodedDocument
@@ -51,7 +51,7 @@ def main() -> None:
     ap.add_argument("--db", default=None, help="store folder (default: a temporary one; an existing one is reused)")
     args = ap.parse_args()
 
-    arts = load_squad(args.data).articles[13:16]
+    arts = select(read_squad(args.data), "13:16")
     encoder = LandmarkEncoder.from_pretrained(args.model)
     db = args.db or tempfile.mkdtemp(prefix="hybrid-latency-")
     store = ChromaSentenceStore.open(db, "bench", identity=encoder.config.identity())

@@ -20,8 +20,8 @@ import json
 import time
 from pathlib import Path
 
+from landmark_rag.datasets import read_squad
 from landmark_rag.evaluation.corpus import build_corpus
-from landmark_rag.evaluation.data import load_squad
 from landmark_rag.evaluation.runner import evaluate_system
 from landmark_rag.evaluation.systems import Workspace, make_system
 from landmark_rag.evaluation.systems.hybrid import HybridSystem
@@ -44,8 +44,8 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="also write all rows to this file")
     args = ap.parse_args()
 
-    full = load_squad(args.data)
-    articles = [full.articles[i] for i in VALIDATION]
+    full = read_squad(args.data)
+    articles = [full[i] for i in VALIDATION]
     print("validation articles:", ", ".join(a.title for a in articles))
     t0 = time.perf_counter()
     ws = Workspace(model=args.model, batch_size=32)

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from landmark_rag.datasets import read_squad
 from landmark_rag.evaluation.corpus import Corpus, build_corpus
-from landmark_rag.evaluation.data import load_squad
 from landmark_rag.evaluation.runner import evaluate_system
 from landmark_rag.evaluation.systems import Workspace, make_system
 from landmark_rag.evaluation.systems.base import IndexStats
@@ -76,9 +76,9 @@ def main() -> None:
     ap.add_argument("--model", default=None, help="landmark model (default: the package default)")
     args = ap.parse_args()
 
-    full = load_squad(args.data)
+    full = read_squad(args.data)
     ws = Workspace(model=args.model, batch_size=32)
-    corpus = build_corpus([full.articles[i] for i in VALIDATION], ws.base_encoder())
+    corpus = build_corpus([full[i] for i in VALIDATION], ws.base_encoder())
 
     def row(label: str, system: object) -> None:
         m = evaluate_system(system, corpus, ws, (256,))

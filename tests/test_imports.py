@@ -96,6 +96,14 @@ def test_no_import_cycle_between_packages():
     assert "models" not in graph.get("encode", set())
 
 
+def test_datasets_is_a_low_layer():
+    # training, evaluation and preparation all read their data through datasets' one record
+    # type; if datasets imported any of them, the record would depend on its own consumers
+    graph = _package_graph()
+    assert {"train", "evaluation"} <= {unit for unit, deps in graph.items() if "datasets" in deps}
+    assert graph.get("datasets", set()) <= {"errors", "types"}, graph.get("datasets")
+
+
 def _import_alone(module: str) -> tuple[str, int, str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run(

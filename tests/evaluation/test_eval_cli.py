@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from landmark_rag.evaluation import SYSTEMS, load_squad
+from landmark_rag.datasets import read_squad, select
+from landmark_rag.evaluation import SYSTEMS
 from landmark_rag.evaluation.report import markdown_table, metric_columns, render_tables
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "squad-v1.1-dev-part-a.json"
@@ -86,7 +87,7 @@ def test_json_schema_and_absent_metrics(run, squad_file):
     jsonschema.validate(result, SCHEMA)
     assert result["data"] == str(squad_file)
     assert set(result["systems"]) == set(SYSTEMS)  # default: every system
-    expected = len(load_squad(squad_file, titles=TITLES))
+    expected = sum(len(a.questions) for a in select(read_squad(squad_file), TITLES))
     assert result["questions"] == expected and result["articles"] == 2
     for name, metrics in result["systems"].items():
         has_recall = {"recall@1", "recall@5", "recall@10", "mrr@10"} <= metrics.keys()
@@ -141,4 +142,11 @@ def test_titles_file_with_unknown_title_fails_cleanly(squad_file, tmp_path):
     titles.write_text("Oxygen\nJacksonville,_Florida\n")  # a real SQuAD title with a comma
     proc = _cli("eval", "--data", str(squad_file), "--titles-file", str(titles), "--json")
     assert proc.returncode == 2 and proc.stdout == ""
-    assert "no article titled Jacksonville,_Florida" in proc.stderr
+    assert "no article titled 'Jacksonville,_Florida'" in proc.stderr
+
+
+def test_a_selection_naming_no_article_fails_cleanly(squad_file):
+    # --select takes the spec of `landmark-rag train --val-articles`; the file has 3 articles
+    proc = _cli("eval", "--data", str(squad_file), "--select", "0,9", "--json")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "article 9 does not exist: the data has 3 articles" in proc.stderr

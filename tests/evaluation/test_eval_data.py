@@ -1,14 +1,18 @@
-"""Loading SQuAD-format files and the fixed-size chunkers of the chunk baselines."""
+"""The articles of an evaluation run (loading, choosing, question caps) and the fixed-size
+chunkers of the chunk baselines."""
 
 from __future__ import annotations
 
 import json
 import re
+import warnings
 
 import pytest
 
+from landmark_rag.datasets import PARAGRAPH_SEPARATOR, Article, parse_squad, read_squad
+from landmark_rag.evaluation import evaluate
 from landmark_rag.evaluation.context import TokenIndex
-from landmark_rag.evaluation.data import PARAGRAPH_SEPARATOR, articles_from_squad, load_squad, select_articles
+from landmark_rag.evaluation.data import choose_articles
 from landmark_rag.evaluation.systems.chunking import token_chunks, word_chunks
 
 
@@ -41,7 +45,7 @@ def _squad() -> dict:
 
 
 def test_articles_join_paragraphs_and_shift_offsets():
-    arts = articles_from_squad(_squad())
+    arts = parse_squad(_squad())
     first = arts[0]
     assert first.text == "Ada wrote notes. Babbage built engines." + PARAGRAPH_SEPARATOR + "The engine was never finished."
     assert [q.qid for q in first.questions] == ["q1", "q2"]  # no-answer and unlocatable ones dropped
@@ -49,27 +53,57 @@ def test_articles_join_paragraphs_and_shift_offsets():
         for text, start in zip(q.answers, q.answer_starts, strict=True):
             assert first.text[start : start + len(text)] == text
     assert [a.doc_id for a in arts] == ["First_one", "Second", "Second-2"]  # no ':' and unique
-    assert all(q.doc_id == a.doc_id for a in arts for q in a.questions)
 
 
-def test_select_by_title_and_caps(tmp_path):
+def test_choose_by_title_and_caps(tmp_path):
     path = tmp_path / "squad.json"
     path.write_text(json.dumps(_squad()))
-    assert [a.title for a in load_squad(path, titles=["second"]).articles] == ["Second", "Second"]
-    assert len(load_squad(path, titles=["First: one"])) == 2
-    with pytest.raises(ValueError, match="no article titled nope$"):
-        load_squad(path, titles=["Second", "nope"])
-    assert len(load_squad(path, max_articles=1).articles) == 1
-    capped = load_squad(path, max_questions=2)
-    assert len(capped) == 2
+    arts = read_squad(path)
+    assert [a.title for a in choose_articles(arts, titles=["second"])] == ["Second", "Second"]
+    assert sum(len(a.questions) for a in choose_articles(arts, titles=["First: one"])) == 2
+    with pytest.raises(ValueError, match="no article titled 'nope' in the data"):
+        choose_articles(arts, titles=["Second", "nope"])
+    assert len(choose_articles(arts, max_articles=1)) == 1
+    capped = choose_articles(arts, max_questions=2)
     # round-robin: one question from each article that has any, not two from the first
-    assert [len(a.questions) for a in capped.articles] == [1, 1, 0]
-    assert len(capped.articles) == 3  # question-less articles stay as distractors
+    assert [len(a.questions) for a in capped] == [1, 1, 0]
+    assert len(capped) == 3  # question-less articles stay as distractors
+    assert [len(a.questions) for a in arts] == [2, 1, 0]  # the loaded records are left as they were
 
 
-def test_select_articles_keeps_file_order():
-    arts = articles_from_squad(_squad())
-    assert [a.doc_id for a in select_articles(arts, titles=["Second", "First: one"])][0] == "First_one"
+def test_choose_keeps_the_data_order_whatever_the_spec_order(tmp_path):
+    arts = parse_squad(_squad())
+    chosen = choose_articles(arts, titles=["Second", "First: one"])
+    assert [a.doc_id for a in chosen] == ["First_one", "Second", "Second-2"]
+    titles = tmp_path / "held-out.txt"
+    titles.write_text("Second-2\nFirst: one\n")  # a doc id, and a title with a colon
+    assert [a.doc_id for a in choose_articles(arts, select_spec=f"@{titles}")] == ["First_one", "Second-2"]
+    assert [a.doc_id for a in choose_articles(arts, select_spec="2,0")] == ["First_one", "Second-2"]
+    # the spec and --title together: both sets, once each
+    assert [a.doc_id for a in choose_articles(arts, select_spec="1:", titles=["first: ONE"])] == [
+        "First_one", "Second", "Second-2"
+    ]
+    assert choose_articles(arts, select_spec="") == []
+
+
+def test_evaluate_refuses_a_selection_of_nothing_before_loading_a_model():
+    with pytest.raises(ValueError, match="article 5 does not exist"):
+        evaluate(_squad(), ["bm25"], select="5")
+    with pytest.raises(ValueError, match="no articles selected"):
+        evaluate(_squad(), ["bm25"], select="")
+
+
+def test_the_documented_names_of_earlier_releases_still_work_with_a_warning():
+    from landmark_rag import evaluation
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert evaluation.EvalArticle is Article
+        eval_set = evaluation.EvalSet("mine", parse_squad(_squad()))
+    assert {w.category for w in caught} == {DeprecationWarning} and len(caught) == 2
+    assert len(eval_set) == 3 and len(eval_set.questions) == 3
+    with pytest.raises(AttributeError):
+        evaluation.EvalQuestion  # noqa: B018 - never documented: removed, not aliased
 
 
 def test_word_chunks_cover_the_text_exactly():

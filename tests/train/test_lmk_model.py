@@ -98,12 +98,12 @@ def test_eval_reports_each_expansion_over_one_encoding():
 
 def test_adaptive_passage_reads_the_question_scores(lmk):
     """Adaptive grows while neighbours score close to the hit FOR THIS QUESTION."""
-    from landmark_rag.evaluation import load_squad
+    from landmark_rag.datasets import read_squad, select
     from landmark_rag.evaluation.corpus import build_corpus
     from landmark_rag.evaluation.systems import Workspace
     from landmark_rag.evaluation.systems.landmark import LandmarkSystem
 
-    corpus = build_corpus(load_squad(EXCERPT, titles=["Oxygen"]).articles, lmk)
+    corpus = build_corpus(select(read_squad(EXCERPT), ["Oxygen"]), lmk)
     ws = Workspace(model=NAME, device="cpu")
     system = LandmarkSystem("adaptive")
     system.build(corpus, ws)

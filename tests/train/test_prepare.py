@@ -20,8 +20,7 @@ from typer.testing import CliRunner
 
 import landmark_rag.cli.train  # noqa: F401 - registers the train command
 from landmark_rag.cli import app
-from landmark_rag.datasets.longdoc import LongDocFormatError, read_longdocs
-from landmark_rag.datasets.squad import read_squad
+from landmark_rag.datasets import LongDocFormatError, read_longdocs, read_squad
 from landmark_rag.train.config import TrainConfig, TrainingInputError
 from landmark_rag.train.documents import load_documents, select_documents, source_kind
 from landmark_rag.train.prepare import DOCUMENTS_FILE, MANIFEST_FILE, PSEUDO_FILE, load_recipe, prepare
@@ -50,7 +49,7 @@ def test_sample_offsets_are_exact_and_excluded_titles_are_absent(prepared):
     assert not any("stand-in" in d.text for d in docs)
     for d in docs:
         for q in d.questions:
-            assert d.text[q.start : q.end] == q.answer
+            assert d.text[q.answer_start : q.answer_end] == q.answer and q.answers == (q.answer,)
         for s, e in d.paragraphs:
             assert d.text[s:e].strip() == d.text[s:e]
     manifest = json.loads((prepared / MANIFEST_FILE).read_text())
@@ -134,7 +133,8 @@ def test_loader_reads_the_prepared_set_with_exact_answer_positions(prepared):
     assert len(arts) == 5
     for a in arts:
         for q in a.questions:
-            assert a.paragraphs[q.paragraph][0] <= q.answer_start < a.paragraphs[q.paragraph][1]
+            p = a.paragraph_of(q.answer_start)
+            assert p >= 0 and a.paragraphs[p][0] <= q.answer_start < a.paragraphs[p][1]
             assert a.text[q.answer_start : q.answer_end].strip()
 
 

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from landmark_rag.datasets import read_squad, select
 from landmark_rag.train import StageConfig, TrainConfig
 from landmark_rag.train.data_longdoc import LongDocBuilder
 from landmark_rag.train.data_pairwise import PairwiseBuilder
 from landmark_rag.train.data_pseudo import PseudoDocBuilder
-from landmark_rag.train.squad import load_squad, select
+from landmark_rag.train.documents import segment_articles
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "squad-v1.1-dev-part-a.json"
 
@@ -43,15 +44,12 @@ def test_cli_stage_spec():
 def _articles(spec: str):
     from landmark_rag.segment import segment_sentences
 
-    arts = select(load_squad(DATA), spec)
-    for a in arts:
-        a.segment(lambda text, title: segment_sentences(text, doc_id=title))
-    return arts
+    return segment_articles(select(read_squad(DATA), spec), lambda text, title: segment_sentences(text, doc_id=title))
 
 
 def test_answer_spans_hold_the_answer():
     for art in _articles("0:3"):
-        for q in art.questions:
+        for q in art.article.questions:
             span = art.answer_span(q)
             first, last = art.sentences[span[0]], art.sentences[span[-1]]
             assert first.start <= q.answer_start and q.answer_end <= last.end + 1
@@ -61,7 +59,7 @@ def test_longdoc_windows_fit_and_point_at_the_answers():
     arts = _articles("3:5")
     lengths = [[len(s.text.split()) + 1 for s in a.sentences] for a in arts]
     builder = LongDocBuilder(arts, lengths, 120, examples_per_batch=2, queries_per_example=4, landmark_tokens=1)
-    by_title = {a.title: a for a in arts}
+    by_title = {a.article.title: a.article for a in arts}
     rng = random.Random(0)
     stream = builder.batches(rng)
     for _ in range(20):
@@ -72,7 +70,7 @@ def test_longdoc_windows_fit_and_point_at_the_answers():
             assert sum(len(u.split()) + 2 for u in ex.units) <= 120 or len(ex.units) == 1
             assert 1 <= len(ex.queries) <= 4
             for qtext, span in zip(ex.queries, ex.spans):
-                q = next(x for x in art.questions if x.text == qtext)
+                q = next(x for x in art.questions if x.question == qtext)
                 answer = art.text[q.answer_start : q.answer_end]
                 assert answer.split()[-1] in ex.units[span[-1]]
 
@@ -85,8 +83,8 @@ def test_longdoc_inference_windows_are_the_ones_inference_plans():
     builder = LongDocBuilder(
         arts, lengths, 120, examples_per_batch=2, queries_per_example=4, landmark_tokens=0, inference_overlap=0
     )
-    plans = {a.title: plan_windows(n, 120, 0, False) for a, n in zip(arts, lengths)}
-    by_title = {a.title: a for a in arts}
+    plans = {a.article.title: plan_windows(n, 120, 0, False) for a, n in zip(arts, lengths)}
+    by_title = {a.article.title: a.article for a in arts}
     stream = builder.batches(random.Random(0))
     seen_edges = 0
     for _ in range(30):
@@ -99,7 +97,7 @@ def test_longdoc_inference_windows_are_the_ones_inference_plans():
             for qtext, span in zip(ex.queries, ex.spans):
                 assert span and 0 <= span[0] and span[-1] < hi - lo
                 assert windows[assigned[lo + span[-1]]] == (lo, hi)  # trained where inference pools it
-                q = next(x for x in art.questions if x.text == qtext)
+                q = next(x for x in art.questions if x.question == qtext)
                 assert art.text[q.answer_start : q.answer_end].split()[-1] in ex.units[span[-1]]
                 seen_edges += span[-1] == 0
     assert seen_edges  # answers at a window's first sentence occur, as they do at inference
@@ -114,22 +112,22 @@ def test_pairwise_and_pseudo_builders():
     assert len(ex.units) == 4
     (pos,) = {s[0] for s in ex.spans}
     para = next(
-        (a, p) for a in arts for p, (s, e) in enumerate(a.paragraphs) if a.text[s:e] == ex.units[pos]
+        (a, p) for a in (d.article for d in arts) for p, (s, e) in enumerate(a.paragraphs) if a.text[s:e] == ex.units[pos]
     )
-    questions = {q.text for q in para[0].questions if q.paragraph == para[1]}
+    questions = {q.question for q in para[0].questions if para[0].paragraph_of(q.answer_start) == para[1]}
     assert set(ex.queries) <= questions
 
 
-def test_bad_article_selections_are_named():
+def test_training_names_the_source_of_a_bad_selection():
     from landmark_rag.train.config import TrainingInputError
-    from landmark_rag.train.squad import Article, select
+    from landmark_rag.train.documents import select_documents
 
-    arts = [Article(f"T{i}", "x", [], []) for i in range(3)]
-    assert [a.title for a in select(arts, "1:")] == ["T1", "T2"]
-    assert [a.title for a in select(arts, "T2, 0")] == ["T2", "T0"]
-    for spec, message in [("a:b", "not a slice"), ("7", "does not exist"), ("Nope", "no article titled 'Nope'")]:
-        with pytest.raises(TrainingInputError, match=message):
-            select(arts, spec)
+    cfg = TrainConfig(data=[str(DATA)], train_articles="0:2", val_articles="Nope")
+    with pytest.raises(TrainingInputError, match=r"squad-v1.1-dev-part-a.json: no article titled 'Nope'"):
+        select_documents(cfg)
+    train, val = select_documents(TrainConfig(data=[str(DATA)], train_articles="0:2", val_articles="Oxygen, 3"))
+    assert [a.title for a in train] == ["Super_Bowl_50", "Warsaw"]
+    assert [a.title for a in val] == ["Oxygen", "Victoria_(Australia)"]  # the spec's order
 
 
 def test_cli_reports_input_errors_in_one_line_and_keeps_bug_tracebacks(tmp_path, monkeypatch):

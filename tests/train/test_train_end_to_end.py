@@ -66,8 +66,8 @@ def _run(tiny_model_dir: Path, tmp_path: Path, *, lora: bool, pooling: str) -> N
     out = trainer.save(cfg.output_dir)
     assert (out / "landmark_config.json").is_file()
     encoder.model.eval()
-    text = train_articles[0].text[:1500]
-    queries = [q.text for q in train_articles[0].questions[:5]]
+    text = train_articles[0].article.text[:1500]
+    queries = [q.question for q in train_articles[0].article.questions[:5]]
     reloaded = LandmarkEncoder.from_pretrained(out, device="cpu")
     assert reloaded.config.model_name == "tiny-trained"
     assert reloaded.config.pooling == pooling and reloaded.max_length == 64

@@ -42,10 +42,16 @@ def eval_command(
     base_model: str | None = typer.Option(
         None, "--base-model", help="Model of the baselines (default: the landmark model's base, else --model)."
     ),
+    select: str | None = typer.Option(
+        None,
+        "--select",
+        help="Articles by the selection spec of `landmark-rag train --val-articles`: slice 'a:b', comma list of "
+        "indices and titles, @FILE of titles (kept in the data's order).",
+    ),
     titles: list[str] | None = typer.Option(
         None,
         "--title",
-        help="Evaluate on this article only (exact title, repeat for more; titles may contain commas).",
+        help="Evaluate on this article only (title or doc id, any case; repeat for more; titles may contain commas).",
     ),
     titles_file: Path | None = typer.Option(
         None, "--titles-file", exists=True, dir_okay=False, help="File with one article title per line (held-out sets)."
@@ -73,7 +79,6 @@ def eval_command(
         budget_list = [int(b) for b in _split(budgets) or []]
     except ValueError:
         raise typer.BadParameter("budgets must be comma-separated integers", param_hint="--budgets") from None
-    selected = _titles(titles, titles_file)
     try:
         result = evaluate(
             data,
@@ -81,7 +86,8 @@ def eval_command(
             budget_list,
             model,
             base_model=base_model,
-            titles=selected,
+            select=select,
+            titles=_titles(titles, titles_file),
             max_articles=articles,
             max_questions=max_questions,
             device=device,
@@ -105,10 +111,12 @@ def eval_command(
 
 
 def _titles(titles: list[str] | None, titles_file: Path | None) -> list[str] | None:
-    """The --title articles and those listed in --titles-file (``None``: every article)."""
+    """The --title articles and those listed in --titles-file (``None``: no titles given)."""
+    from landmark_rag.datasets import read_titles
+
     selected = list(titles or [])
     if titles_file is not None:
-        selected += [t.strip() for t in titles_file.read_text(encoding="utf-8").splitlines() if t.strip()]
+        selected += read_titles(titles_file)
     return selected or None
 
 

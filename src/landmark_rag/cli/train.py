@@ -62,11 +62,12 @@ def train_command(
         "(.txt/.md files or folders of them; no questions -> a self-distillation stage).",
     ),
     train_articles: Optional[str] = typer.Option(
-        None, help="Training documents of each --data source: slice 'a:b' or comma list (default: 0:16 of a "
-        "SQuAD file, all plain-text documents)."
+        None, help="Training documents of each --data source: slice 'a:b', comma list of indices and titles, or "
+        "@FILE of titles, one per line (default: 0:16 of a SQuAD file, all plain-text documents)."
     ),
     val_articles: Optional[str] = typer.Option(
-        None, help="Held-out validation documents ('' for none; default: 16:24 of a SQuAD file, none of plain text)."
+        None, help="Held-out validation documents, same spec ('' for none; default: 16:24 of a SQuAD file, none of "
+        "plain text)."
     ),
     pooling: Optional[str] = typer.Option(None, help="Document pooling: landmark | mean."),
     query_pooling: Optional[str] = typer.Option(None, help="Query pooling: landmark | mean."),

@@ -14,6 +14,9 @@ what pairwise and pseudo-document stages are built from. Every source a preparat
 (SQuAD-format files, other QA sets) is converted to this one format, and the trainer reads only
 this and plain text; :func:`read_longdocs` checks every offset, so a converter bug cannot train
 on a wrong answer position silently.
+
+In memory a line is a :class:`~landmark_rag.datasets.records.Article` (``id`` is its ``doc_id``;
+a question's ``answer`` and ``start`` are its first answer and that answer's offset).
 """
 
 from __future__ import annotations
@@ -23,10 +26,10 @@ import io
 import json
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from landmark_rag.datasets.records import Article, Question
 from landmark_rag.errors import LandmarkRagError
 
 #: File suffixes of the format (a folder holding such files is read file by file, sorted).
@@ -37,67 +40,42 @@ class LongDocFormatError(LandmarkRagError, ValueError):
     """A line of a long-document file breaks the format (names the file and line)."""
 
 
-@dataclass(frozen=True, slots=True)
-class LongDocQuestion:
-    """A question whose answer is ``text[start:start + len(answer)]`` of its document."""
+def check_longdoc(article: Article) -> None:
+    """Raise ``ValueError`` unless ``article`` can be stored: an id, non-blank text, paragraph
+    spans in order inside the text, and every answer exactly at its offset."""
+    n = len(article.text)
+    if not article.doc_id or not article.text.strip():
+        raise ValueError("a document needs an id and non-blank text")
+    last = 0
+    for s, e in article.paragraphs:
+        if not (last <= s < e <= n):
+            raise ValueError(f"paragraph span {[s, e]} is out of order or outside the text ({n} characters)")
+        last = e
+    for q in article.questions:
+        for answer, start in zip(q.answers, q.answer_starts, strict=True):
+            end = start + len(answer)
+            if not answer or article.text[start:end] != answer:
+                raise ValueError(f"question {q.qid!r}: text[{start}:{end}] is not the answer {answer!r}")
 
-    id: str
-    question: str
-    answer: str
-    start: int
 
-    @property
-    def end(self) -> int:
-        return self.start + len(self.answer)
+def _to_json(article: Article) -> dict[str, Any]:
+    # one answer per question, the first (the training answer): the format's version 1
+    return {
+        "id": article.doc_id, "title": article.title, "text": article.text, "source": article.source,
+        "domain": article.domain, "paragraphs": [list(p) for p in article.paragraphs],
+        "questions": [{"id": q.qid, "question": q.question, "answer": q.answer, "start": q.answer_start}
+                      for q in article.questions],
+    }
 
 
-@dataclass(slots=True)
-class LongDocument:
-    """One long document with its paragraphs (exact character spans) and questions."""
-
-    id: str
-    title: str
-    text: str
-    source: str
-    domain: str = ""
-    paragraphs: list[tuple[int, int]] = field(default_factory=list)
-    questions: list[LongDocQuestion] = field(default_factory=list)
-
-    def check(self) -> None:
-        """Raise ``ValueError`` unless every span lies in the text and every answer is exact."""
-        n = len(self.text)
-        if not self.id or not self.text.strip():
-            raise ValueError("a document needs an id and non-blank text")
-        last = 0
-        for s, e in self.paragraphs:
-            if not (last <= s < e <= n):
-                raise ValueError(f"paragraph span {[s, e]} is out of order or outside the text ({n} characters)")
-            last = e
-        for q in self.questions:
-            if not q.answer or self.text[q.start : q.end] != q.answer:
-                raise ValueError(f"question {q.id!r}: text[{q.start}:{q.end}] is not the answer {q.answer!r}")
-
-    def paragraph_of(self, offset: int) -> int:
-        """Index of the paragraph holding character ``offset`` (``-1`` when between paragraphs)."""
-        for i, (s, e) in enumerate(self.paragraphs):
-            if s <= offset < e:
-                return i
-        return -1
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["paragraphs"] = [list(p) for p in self.paragraphs]
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> LongDocument:
-        questions = [LongDocQuestion(str(q["id"]), q["question"], q["answer"], int(q["start"]))
-                     for q in data.get("questions", [])]
-        return cls(
-            id=str(data["id"]), title=str(data.get("title") or data["id"]), text=data["text"],
-            source=str(data.get("source", "")), domain=str(data.get("domain", "")),
-            paragraphs=[(int(s), int(e)) for s, e in data.get("paragraphs", [])], questions=questions,
-        )
+def _from_json(data: dict[str, Any]) -> Article:
+    questions = tuple(Question(str(q["id"]), q["question"], (q["answer"],), (int(q["start"]),))
+                      for q in data.get("questions", []))
+    return Article(
+        doc_id=str(data["id"]), title=str(data.get("title") or data["id"]), text=data["text"],
+        paragraphs=tuple((int(s), int(e)) for s, e in data.get("paragraphs", [])), questions=questions,
+        source=str(data.get("source", "")), domain=str(data.get("domain", "")),
+    )
 
 
 def _open(path: Path, mode: str, *, gz: bool | None = None) -> IO[str]:
@@ -108,16 +86,17 @@ def _open(path: Path, mode: str, *, gz: bool | None = None) -> IO[str]:
     return open(path, mode, encoding="utf-8", newline="\n")
 
 
-def write_longdocs(path: str | os.PathLike[str], documents: Iterable[LongDocument]) -> int:
-    """Write ``documents`` (each checked first) as JSON lines; returns how many."""
+def write_longdocs(path: str | os.PathLike[str], documents: Iterable[Article]) -> int:
+    """Write ``documents`` (each checked first, :func:`check_longdoc`) as JSON lines; returns how
+    many. A question keeps its first answer only: the format stores one per question."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     n = 0
     tmp = path.with_name(path.name + ".tmp")
     with _open(tmp, "w", gz=path.name.endswith(".gz")) as f:
         for doc in documents:
-            doc.check()
-            f.write(json.dumps(doc.to_json(), ensure_ascii=False, sort_keys=True) + "\n")
+            check_longdoc(doc)
+            f.write(json.dumps(_to_json(doc), ensure_ascii=False, sort_keys=True) + "\n")
             n += 1
     tmp.replace(path)  # a killed preparation never leaves a truncated file under the real name
     return n
@@ -139,7 +118,7 @@ def is_longdoc_path(path: str | os.PathLike[str]) -> bool:
     return p.name.endswith(SUFFIXES)
 
 
-def iter_longdocs(path: str | os.PathLike[str]) -> Iterator[LongDocument]:
+def iter_longdocs(path: str | os.PathLike[str]) -> Iterator[Article]:
     """Documents of a file (or folder of files) in order, each checked (:class:`LongDocFormatError`)."""
     for file in longdoc_files(path):
         with _open(file, "r") as f:
@@ -147,14 +126,14 @@ def iter_longdocs(path: str | os.PathLike[str]) -> Iterator[LongDocument]:
                 if not line.strip():
                     continue
                 try:
-                    doc = LongDocument.from_json(json.loads(line))
-                    doc.check()
+                    doc = _from_json(json.loads(line))
+                    check_longdoc(doc)
                 except (KeyError, TypeError, ValueError) as exc:
                     raise LongDocFormatError(f"{file}:{line_no}: {exc}") from exc
                 yield doc
 
 
-def read_longdocs(path: str | os.PathLike[str]) -> list[LongDocument]:
+def read_longdocs(path: str | os.PathLike[str]) -> list[Article]:
     """All documents of a file or folder (:func:`iter_longdocs`)."""
     return list(iter_longdocs(path))
 
@@ -162,8 +141,7 @@ def read_longdocs(path: str | os.PathLike[str]) -> list[LongDocument]:
 __all__ = [
     "SUFFIXES",
     "LongDocFormatError",
-    "LongDocQuestion",
-    "LongDocument",
+    "check_longdoc",
     "is_longdoc_path",
     "iter_longdocs",
     "longdoc_files",

@@ -7,14 +7,7 @@ selected articles, by gold-sentence recall and by answer coverage at token budge
 
 from landmark_rag.evaluation.context import Context, TokenIndex, assemble_context
 from landmark_rag.evaluation.corpus import Corpus, build_corpus
-from landmark_rag.evaluation.data import (
-    EvalArticle,
-    EvalQuestion,
-    EvalSet,
-    articles_from_squad,
-    load_squad,
-    select_articles,
-)
+from landmark_rag.evaluation.data import cap_questions, choose_articles
 from landmark_rag.evaluation.metrics import (
     answer_in_context,
     gold_rank,
@@ -32,23 +25,26 @@ __all__ = [
     "SYSTEMS",
     "Context",
     "Corpus",
-    "EvalArticle",
-    "EvalQuestion",
-    "EvalSet",
     "TokenIndex",
     "answer_in_context",
-    "articles_from_squad",
     "assemble_context",
     "build_corpus",
+    "cap_questions",
+    "choose_articles",
     "evaluate",
     "evaluate_system",
     "gold_rank",
     "gold_units",
-    "load_squad",
     "make_system",
     "mrr_at",
     "normalize_answer",
     "rank_order",
     "recall_at",
-    "select_articles",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # EvalArticle and EvalSet are documented names of releases before the one record type
+    from landmark_rag.evaluation.data import _deprecated
+
+    return _deprecated(name, __name__)

@@ -7,13 +7,14 @@ at a budget is comparable. Both come from the base encoder and are built here, o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from tqdm.auto import tqdm
 
+from landmark_rag.datasets import Article, Question
 from landmark_rag.evaluation.context import TokenIndex
-from landmark_rag.evaluation.data import EvalArticle, EvalQuestion
 from landmark_rag.evaluation.metrics import gold_units
 from landmark_rag.types import Sentence
 
@@ -35,7 +36,7 @@ class Corpus:
     sent_start: np.ndarray  # int64 [n_sentences]
     sent_end: np.ndarray  # int64 [n_sentences]
     tokens: list[TokenIndex]
-    questions: list[EvalQuestion]
+    questions: list[Question]
     question_doc: np.ndarray  # int64 [n_questions]
     gold: list[list[int]]
 
@@ -55,7 +56,7 @@ class Corpus:
         return int(self.sent_doc[first]), int(self.sent_start[first]), int(self.sent_end[last])
 
 
-def build_corpus(articles: list[EvalArticle], encoder, *, show_progress: bool = False) -> Corpus:  # noqa: ANN001
+def build_corpus(articles: Sequence[Article], encoder, *, show_progress: bool = False) -> Corpus:  # noqa: ANN001
     """Segment and tokenise every article with ``encoder`` (a LandmarkEncoder): its
     segmentation defines the sentences, its tokenizer the budgets."""
     texts = [a.text for a in articles]
@@ -70,7 +71,7 @@ def build_corpus(articles: list[EvalArticle], encoder, *, show_progress: bool = 
     sent_doc = np.repeat(np.arange(len(articles), dtype=np.int64), counts)
     sent_start = np.asarray([s.start for ss in sentences for s in ss], dtype=np.int64)
     sent_end = np.asarray([s.end for ss in sentences for s in ss], dtype=np.int64)
-    questions: list[EvalQuestion] = []
+    questions: list[Question] = []
     question_doc: list[int] = []
     gold: list[list[int]] = []
     for d, art in enumerate(articles):

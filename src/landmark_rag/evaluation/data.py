@@ -1,145 +1,101 @@
-"""Load any SQuAD-format JSON file as long documents plus questions with gold offsets.
+"""The articles of one evaluation run, chosen from the loaded data.
 
-SQuAD's unit is the paragraph; the landmark setting needs long documents. Joining an
-article's paragraphs with a blank line turns each article into one long document, and
-every ``answer_start`` (relative to its paragraph) is shifted to an offset in that
-document, so gold sentences can be found with any segmentation of it.
+Loading is :func:`landmark_rag.datasets.read_squad` and choosing is
+:func:`landmark_rag.datasets.select` (the selection spec training uses too); what is the
+evaluation's own is the policy on top: the corpus keeps the data's order, and a question cap
+is spread round-robin over the articles.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import re
+import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Any
 
-from landmark_rag.datasets.squad import PARAGRAPH_SEPARATOR, parse_squad
+from landmark_rag.datasets import Article, Question, select
 
-__all__ = ["PARAGRAPH_SEPARATOR", "EvalArticle", "EvalQuestion", "EvalSet", "articles_from_squad", "load_squad",
-           "select_articles"]
-
+__all__ = ["cap_questions", "choose_articles"]
 
 
-@dataclass(frozen=True, slots=True)
-class EvalQuestion:
-    """One question. ``answer_starts[i]`` is where ``answers[i]`` starts in the *document*."""
+def choose_articles(
+    articles: Iterable[Article],
+    *,
+    select_spec: str | None = None,
+    titles: Sequence[str] | None = None,
+    max_articles: int | None = None,
+    max_questions: int | None = None,
+) -> list[Article]:
+    """The articles a run evaluates on.
 
-    qid: str
-    question: str
-    doc_id: str
-    answers: tuple[str, ...]
-    answer_starts: tuple[int, ...]
+    ``select_spec`` (the selection spec of :func:`~landmark_rag.datasets.select`: ``"13:16"``,
+    ``"0,3,Oxygen"``, ``"@held-out.txt"``) and ``titles`` (whole titles, as ``--title`` gives
+    them) pick articles; with neither, every article. Either way the picked articles stay in
+    the data's order, each once: the corpus order breaks score ties, so a run must not depend on
+    how a titles file happens to be ordered. An unknown title is an error, so a typo cannot
+    silently shrink a held-out set. ``max_articles`` then keeps the first N and
+    ``max_questions`` caps the questions (:func:`cap_questions`).
+    """
+    arts = list(articles)
+    if select_spec is not None or titles:
+        picked = {id(a) for a in select(arts, select_spec or "")}
+        picked |= {id(a) for a in select(arts, list(titles or ()))}
+        arts = [a for a in arts if id(a) in picked]
+    if max_articles is not None:
+        arts = arts[: max(0, max_articles)]
+    if max_questions is not None:
+        arts = cap_questions(arts, max_questions)
+    return arts
+
+
+def cap_questions(articles: Sequence[Article], max_questions: int) -> list[Article]:
+    """At most ``max_questions`` questions, taken round-robin over the articles so a small cap
+    still samples every article. Articles left without questions still stay in the corpus:
+    they are distractors, which keeps the retrieval problem as hard as the full data."""
+    keep: list[set[str]] = [set() for _ in articles]
+    left, depth = max(0, max_questions), 0
+    while left > 0 and any(depth < len(a.questions) for a in articles):
+        for i, art in enumerate(articles):
+            if depth < len(art.questions) and left > 0:
+                keep[i].add(art.questions[depth].qid)
+                left -= 1
+        depth += 1
+    return [
+        replace(a, questions=tuple(q for q in a.questions if q.qid in kept))
+        for a, kept in zip(articles, keep, strict=True)
+    ]
 
 
 @dataclass(slots=True)
-class EvalArticle:
-    """One article as a long document, with its questions."""
-
-    doc_id: str
-    title: str
-    text: str
-    questions: list[EvalQuestion] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class EvalSet:
-    """The articles (documents) and questions of one evaluation run."""
+class _EvalSet:
+    """Deprecated: the articles of a run and where they came from (pass the articles instead)."""
 
     source: str
-    articles: list[EvalArticle]
+    articles: list[Article]
 
     @property
-    def questions(self) -> list[EvalQuestion]:
+    def questions(self) -> list[Question]:
         return [q for a in self.articles for q in a.questions]
 
     def __len__(self) -> int:
         return sum(len(a.questions) for a in self.articles)
 
 
-def _doc_id(title: str, index: int, used: set[str]) -> str:
-    # Ids end up in sentence ids (``f"{doc_id}:{index}"``), so keep them free of ':'
-    # and unique even when two articles share a title.
-    base = re.sub(r"[^0-9A-Za-z_.\-()]+", "_", title).strip("_") or f"article{index}"
-    doc_id, k = base, 2
-    while doc_id in used:
-        doc_id, k = f"{base}-{k}", k + 1
-    used.add(doc_id)
-    return doc_id
+#: Names docs/evaluation.md showed before the one record type -> (what to use instead, the object).
+_DEPRECATED: dict[str, tuple[str, Any]] = {
+    "EvalArticle": ("landmark_rag.datasets.Article", Article),
+    "EvalSet": ("a list of landmark_rag.datasets.Article", _EvalSet),
+}
 
 
-def articles_from_squad(data: dict[str, Any] | Sequence[dict[str, Any]]) -> list[EvalArticle]:
-    """Build articles from parsed SQuAD JSON (the whole object or its ``data`` list).
-
-    Parsing is ``datasets.parse_squad`` (shared with training and the tests): questions
-    without answers (SQuAD 2.0 "impossible" ones) are skipped, off-by-a-few ``answer_start``
-    offsets are found nearby, and an answer whose text is not in its paragraph is dropped
-    rather than evaluated against the wrong place. Here each article gets a unique doc id.
-    """
-    used: set[str] = set()
-    articles = []
-    for a_index, art in enumerate(parse_squad(data)):
-        doc_id = _doc_id(art.title, a_index, used)
-        questions = [EvalQuestion(q.qid, q.question, doc_id, q.answers, q.answer_starts) for q in art.questions]
-        articles.append(EvalArticle(doc_id, art.title, art.text, questions))
-    return articles
+def _deprecated(name: str, module: str) -> Any:
+    """The object behind a deprecated name of ``module`` (with a ``DeprecationWarning``)."""
+    if name not in _DEPRECATED:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    instead, obj = _DEPRECATED[name]
+    warnings.warn(f"{module}.{name} is deprecated; use {instead}", DeprecationWarning, stacklevel=3)
+    return obj
 
 
-def select_articles(
-    articles: Iterable[EvalArticle],
-    *,
-    titles: Sequence[str] | None = None,
-    max_articles: int | None = None,
-    max_questions: int | None = None,
-) -> list[EvalArticle]:
-    """Subset for quick or held-out runs.
-
-    ``titles`` keeps the articles whose title (or doc id) is listed, case-insensitively,
-    in file order; an unknown title is an error, so a typo cannot silently shrink a
-    held-out set. ``max_articles`` keeps the first N; ``max_questions`` caps questions
-    per run, taken round-robin over the articles so a small cap still samples every
-    article. Articles left without questions still stay in the corpus: they are
-    distractors, which keeps the retrieval problem as hard as the full file.
-    """
-    arts = list(articles)
-    if titles:
-        asked = [t.strip() for t in titles if t.strip()]
-        wanted = {t.lower() for t in asked}
-        known = {a.title.lower() for a in arts} | {a.doc_id.lower() for a in arts}
-        missing = [t for t in asked if t.lower() not in known]
-        if missing:
-            raise ValueError(f"no article titled {' | '.join(missing)}")
-        arts = [a for a in arts if a.title.lower() in wanted or a.doc_id.lower() in wanted]
-    if max_articles is not None:
-        arts = arts[: max(0, max_articles)]
-    if max_questions is not None:
-        keep: dict[str, set[str]] = {a.doc_id: set() for a in arts}
-        queues = [list(a.questions) for a in arts]
-        left, depth = max(0, max_questions), 0
-        while left > 0 and any(depth < len(q) for q in queues):
-            for art, queue in zip(arts, queues, strict=True):
-                if depth < len(queue) and left > 0:
-                    keep[art.doc_id].add(queue[depth].qid)
-                    left -= 1
-            depth += 1
-        arts = [
-            EvalArticle(a.doc_id, a.title, a.text, [q for q in a.questions if q.qid in keep[a.doc_id]]) for a in arts
-        ]
-    return arts
-
-
-def load_squad(
-    path: str | os.PathLike[str],
-    *,
-    titles: Sequence[str] | None = None,
-    max_articles: int | None = None,
-    max_questions: int | None = None,
-) -> EvalSet:
-    """Read a SQuAD-format JSON file (v1.1 or v2.0) into an :class:`EvalSet`."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    arts = select_articles(
-        articles_from_squad(data), titles=titles, max_articles=max_articles, max_questions=max_questions
-    )
-    return EvalSet(os.fspath(path), arts)
+def __getattr__(name: str) -> Any:
+    return _deprecated(name, __name__)

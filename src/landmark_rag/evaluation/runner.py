@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from landmark_rag.datasets import Article, parse_squad, read_squad
 from landmark_rag.evaluation.context import assemble_context
 from landmark_rag.evaluation.corpus import Corpus, build_corpus
-from landmark_rag.evaluation.data import EvalArticle, EvalSet, articles_from_squad, load_squad, select_articles
+from landmark_rag.evaluation.data import _EvalSet, choose_articles
 from landmark_rag.evaluation.metrics import answer_in_context, gold_rank, mrr_at, rank_order, recall_at
 from landmark_rag.evaluation.systems import SYSTEMS, System, Workspace, make_system
 
@@ -33,20 +34,26 @@ _TOP = 256
 _QUERY_BATCH = 512
 
 
-def _as_eval_set(
-    data: str | os.PathLike[str] | EvalSet | Sequence[EvalArticle] | dict[str, Any],
+def _run_articles(
+    data: str | os.PathLike[str] | Sequence[Article] | dict[str, Any],
+    select_spec: str | None,
     titles: Sequence[str] | None,
     max_articles: int | None,
     max_questions: int | None,
-) -> EvalSet:
-    kw = {"titles": titles, "max_articles": max_articles, "max_questions": max_questions}
+) -> tuple[str, list[Article]]:
+    """Where the data came from (the result's ``"data"``) and the articles the run uses."""
     if isinstance(data, str | os.PathLike):
-        return load_squad(data, **kw)
-    if isinstance(data, EvalSet):
-        return EvalSet(data.source, select_articles(data.articles, **kw))
-    if isinstance(data, dict):
-        return EvalSet("<squad json>", select_articles(articles_from_squad(data), **kw))
-    return EvalSet("<articles>", select_articles(list(data), **kw))
+        source, articles = os.fspath(data), read_squad(data)
+    elif isinstance(data, _EvalSet):
+        source, articles = data.source, data.articles
+    elif isinstance(data, dict):
+        source, articles = "<squad json>", parse_squad(data)
+    else:
+        source, articles = "<articles>", list(data)
+    chosen = choose_articles(
+        articles, select_spec=select_spec, titles=titles, max_articles=max_articles, max_questions=max_questions
+    )
+    return source, chosen
 
 
 def _passages(system: System, order: np.ndarray, scores: np.ndarray) -> Iterator[tuple[int, int, int]]:
@@ -125,12 +132,13 @@ def evaluate_system(
 
 
 def evaluate(
-    data: str | os.PathLike[str] | EvalSet | Sequence[EvalArticle] | dict[str, Any],
+    data: str | os.PathLike[str] | Sequence[Article] | dict[str, Any],
     systems: Sequence[str] | None = None,
     budgets: Sequence[int] = DEFAULT_BUDGETS,
     model: str | None = None,
     *,
     base_model: str | None = None,
+    select: str | None = None,
     titles: Sequence[str] | None = None,
     max_articles: int | None = None,
     max_questions: int | None = None,
@@ -141,9 +149,12 @@ def evaluate(
 ) -> dict[str, Any]:
     """Evaluate retrieval systems on SQuAD-format data; returns the JSON-ready result.
 
-    ``data``: a path to any SQuAD-format file, an :class:`EvalSet`, a list of
-    :class:`EvalArticle` or parsed SQuAD JSON. ``titles`` restricts the run to those
-    articles (held-out evaluation); ``max_articles``/``max_questions`` make quick runs.
+    ``data``: a path to any SQuAD-format file, parsed SQuAD JSON, or a list of
+    :class:`~landmark_rag.datasets.Article`. ``select`` (the selection spec of
+    :func:`landmark_rag.datasets.select`, as in a training config: ``"13:16"``,
+    ``"@held-out.txt"``) and ``titles`` (whole titles) restrict the run to those articles,
+    kept in the data's order (held-out evaluation); ``max_articles``/``max_questions`` make
+    quick runs.
     All selected articles form one corpus: every question is answered against all of them.
     ``expansions`` (e.g. ``["front", "surround", "adaptive"]``) evaluates the landmark system
     once per boundary expansion (rows ``landmark-front`` ...) instead of with its model's own.
@@ -165,21 +176,21 @@ def evaluate(
         chosen[at[0] : at[0] + 1] = [LandmarkSystem(e) for e in expansions]
     if not budgets or any(int(b) <= 0 for b in budgets):
         raise ValueError("budgets must be positive token counts")
-    eval_set = _as_eval_set(data, titles, max_articles, max_questions)
-    if not eval_set.articles:
+    source, articles = _run_articles(data, select, titles, max_articles, max_questions)
+    if not articles:
         raise ValueError("no articles selected")
     t0 = time.perf_counter()
     workspace = Workspace(model=model, base_model=base_model, device=device, batch_size=batch_size,
                           show_progress=show_progress)
     base = workspace.base_encoder()
-    corpus = build_corpus(eval_set.articles, base, show_progress=show_progress)
+    corpus = build_corpus(articles, base, show_progress=show_progress)
     if not corpus.questions:
         raise ValueError("the selected articles have no answerable questions")
     results: dict[str, dict[str, float]] = {}
     for system in chosen:
         results[system.name] = evaluate_system(system, corpus, workspace, budgets, show_progress=show_progress)
     return {
-        "data": eval_set.source,
+        "data": source,
         "questions": len(corpus.questions),
         "articles": len(corpus.texts),
         "sentences": corpus.n_sentences,

@@ -7,16 +7,15 @@ Needs the ``train`` extra (peft) for LoRA.
 """
 
 from landmark_rag.train.config import StageConfig, TrainConfig, TrainingInputError
+from landmark_rag.train.documents import SegmentedArticle
 from landmark_rag.train.examples import Batch, TrainExample
 from landmark_rag.train.loss import distillation_loss, position_aware_contrastive_loss, position_weights
-from landmark_rag.train.squad import Article, Question, load_squad
 from landmark_rag.train.trainer import Trainer, load_articles, train
 from landmark_rag.train.validation import gold_sentence_ranks, recall_metrics, validate
 
 __all__ = [
-    "Article",
     "Batch",
-    "Question",
+    "SegmentedArticle",
     "StageConfig",
     "TrainConfig",
     "TrainExample",
@@ -25,7 +24,6 @@ __all__ = [
     "distillation_loss",
     "gold_sentence_ranks",
     "load_articles",
-    "load_squad",
     "position_aware_contrastive_loss",
     "position_weights",
     "recall_metrics",

@@ -76,7 +76,8 @@ class TrainConfig:
     # select documents of that source alone (e.g. validation articles of an evaluation file
     # that trains nothing: {"path": "data/squad-v1.1-dev-part-a.json", "train": "", "val": "13:16"})
     data: list[str | dict[str, str]] = field(default_factory=lambda: ["data/squad-v1.1-dev-part-a.json"])
-    # documents of each source by slice "a:b" or comma list ("" for none); None: DEFAULT_SELECTION
+    # documents of each source by a selection spec (landmark_rag.datasets.select: slice "a:b",
+    # comma list of indices and titles, @FILE of titles; "" for none); None: DEFAULT_SELECTION
     train_articles: str | None = None
     val_articles: str | None = None
     lora: bool = True

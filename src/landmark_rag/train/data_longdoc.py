@@ -20,8 +20,8 @@ from collections.abc import Iterator, Sequence
 
 from landmark_rag.encode.windows import plan_windows
 from landmark_rag.train.config import TrainingInputError
+from landmark_rag.train.documents import SegmentedArticle
 from landmark_rag.train.examples import Batch, TrainExample
-from landmark_rag.train.squad import Article
 
 
 class LongDocBuilder:
@@ -29,7 +29,7 @@ class LongDocBuilder:
 
     def __init__(
         self,
-        articles: Sequence[Article],
+        articles: Sequence[SegmentedArticle],
         unit_tokens: Sequence[Sequence[int]],
         window_tokens: int,
         *,
@@ -49,7 +49,7 @@ class LongDocBuilder:
         ``inference_overlap``: train on the windows inference plans with this overlap
         (``causal``: plan them as for a left-context-only encoder)."""
         unlabelled = not contrastive_weight
-        self.articles = [a for a in articles if a.sentences and (a.questions or unlabelled)]
+        self.articles = [a for a in articles if a.sentences and (a.article.questions or unlabelled)]
         lengths = {id(a): t for a, t in zip(articles, unit_tokens, strict=True)}
         self.lengths = [[n + landmark_tokens for n in lengths[id(a)]] for a in self.articles]
         self.window_tokens = window_tokens
@@ -62,7 +62,7 @@ class LongDocBuilder:
         for a in self.articles:
             para_of = _paragraph_of_sentences(a)
             per_q = []
-            for q in a.questions:
+            for q in a.article.questions:
                 span = a.answer_span(q)
                 first = span[0]
                 for _ in range(span_context):
@@ -100,11 +100,11 @@ class LongDocBuilder:
 
     def example(self, a: int, rng: random.Random) -> TrainExample:
         art = self.articles[a]
-        if not art.questions:  # plain text, distillation only: a window around any sentence
+        if not art.article.questions:  # plain text, distillation only: a window around any sentence
             i = rng.randrange(len(art.sentences))
             lo, hi = self._window(a, [i], rng)
             return self._windowed(a, lo, hi, [])
-        q0 = rng.randrange(len(art.questions))
+        q0 = rng.randrange(len(art.article.questions))
         if self.inference_overlap is not None:
             # the inference window q0's answer is pooled from, and the questions whose answers
             # are pooled from it too (their spans cut at the window's start)
@@ -123,9 +123,9 @@ class LongDocBuilder:
         art = self.articles[a]
         return TrainExample(
             units=[s.text for s in art.sentences[lo:hi]],
-            queries=[art.questions[j].text for j in chosen],
+            queries=[art.article.questions[j].question for j in chosen],
             spans=[[i - lo for i in self.spans[a][j] if i >= lo] for j in chosen],
-            doc_id=f"{art.title}[{lo}:{hi}]",
+            doc_id=f"{art.article.title}[{lo}:{hi}]",
             spaces=["", *(s.space_before for s in art.sentences[lo + 1 : hi])],
         )
 
@@ -136,7 +136,7 @@ class LongDocBuilder:
         to its sentences)."""
         if not self.articles:
             raise TrainingInputError("no training documents with sentences (and questions, for a contrastive stage)")
-        weights = [len(a.questions) or len(a.sentences) for a in self.articles]
+        weights = [len(a.article.questions) or len(a.sentences) for a in self.articles]
         k = min(self.examples_per_batch, len(self.articles))
         while True:
             picked: list[int] = []
@@ -147,8 +147,8 @@ class LongDocBuilder:
             yield [self.example(a, rng) for a in picked]
 
 
-def _paragraph_of_sentences(article: Article) -> list[int]:
-    starts = [p[0] for p in article.paragraphs]
+def _paragraph_of_sentences(article: SegmentedArticle) -> list[int]:
+    starts = [p[0] for p in article.article.paragraphs]
     out, p = [], 0
     for s in article.sentences:
         while p + 1 < len(starts) and s.start >= starts[p + 1]:

@@ -11,14 +11,14 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 
+from landmark_rag.train.documents import SegmentedArticle, questions_by_paragraph
 from landmark_rag.train.examples import Batch, TrainExample
-from landmark_rag.train.squad import Article
 
 
 class PairwiseBuilder:
     def __init__(
         self,
-        articles: Sequence[Article],
+        articles: Sequence[SegmentedArticle],
         *,
         examples_per_batch: int = 8,
         queries_per_example: int = 2,
@@ -27,10 +27,12 @@ class PairwiseBuilder:
         """``hard_negatives``: paragraphs per batch drawn from the first paragraph's article."""
         self.paras: list[tuple[str, list[str]]] = []  # (passage, questions)
         self.by_article: list[list[int]] = []
-        for a in articles:
+        for d in articles:
+            a = d.article
+            by_paragraph = questions_by_paragraph(a)
             ids = []
             for p, (s, e) in enumerate(a.paragraphs):
-                qs = [q.text for q in a.questions if q.paragraph == p]
+                qs = by_paragraph.get(p, [])
                 if qs:
                     ids.append(len(self.paras))
                     self.paras.append((a.text[s:e], qs))

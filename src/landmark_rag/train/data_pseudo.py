@@ -12,23 +12,25 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 
+from landmark_rag.train.documents import SegmentedArticle, questions_by_paragraph
 from landmark_rag.train.examples import Batch, TrainExample
-from landmark_rag.train.squad import Article
 
 
 class PseudoDocBuilder:
     def __init__(
         self,
-        articles: Sequence[Article],
+        articles: Sequence[SegmentedArticle],
         *,
         passages_per_document: int = 4,
         examples_per_batch: int = 2,
         queries_per_example: int = 4,
     ) -> None:
         self.paras: list[tuple[str, list[str]]] = []
-        for a in articles:
+        for d in articles:
+            a = d.article
+            by_paragraph = questions_by_paragraph(a)
             for p, (s, e) in enumerate(a.paragraphs):
-                self.paras.append((a.text[s:e], [q.text for q in a.questions if q.paragraph == p]))
+                self.paras.append((a.text[s:e], by_paragraph.get(p, [])))
         self.positives = [i for i, (_, qs) in enumerate(self.paras) if qs]
         self.passages_per_document = passages_per_document
         self.examples_per_batch = examples_per_batch

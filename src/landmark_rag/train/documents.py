@@ -1,29 +1,81 @@
 """Training documents from any ``--data`` source: SQuAD-format files, prepared long-document
 sets, or plain text.
 
-A SQuAD-format ``.json`` file gives articles with questions (``train.squad``). A prepared
+Every source gives :class:`~landmark_rag.datasets.Article` records. A SQuAD-format ``.json``
+file gives articles with questions (:func:`~landmark_rag.datasets.read_squad`). A prepared
 long-document set (``.jsonl``/``.jsonl.gz`` files, or the folder ``landmark-rag train --prepare``
 writes; :mod:`landmark_rag.datasets.longdoc`) gives its documents with their questions. Anything
 else - a ``.txt``/``.md`` file, or a folder searched recursively for them - gives one
-question-less :class:`~landmark_rag.train.squad.Article` per file. Why plain text: a user
-adapting a model to their own corpus rarely has questions for it, and the
-self-distillation term of the objective needs none (docs/training.md, "Plain-text data").
+question-less article per file. Why plain text: a user adapting a model to their own corpus
+rarely has questions for it, and the self-distillation term of the objective needs none
+(docs/training.md, "Plain-text data").
+
+Training reads each document's sentences on every step, so :func:`segment_articles` segments
+them once, the encoder's way, into :class:`SegmentedArticle` (the record plus its sentences).
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
-from landmark_rag.datasets.longdoc import LongDocFormatError, LongDocument, is_longdoc_path, iter_longdocs
+from landmark_rag.datasets import (
+    Article,
+    LongDocFormatError,
+    Question,
+    SelectionError,
+    is_longdoc_path,
+    read_longdocs,
+    read_squad,
+    select,
+)
 from landmark_rag.train.config import DEFAULT_SELECTION, TrainConfig, TrainingInputError
-from landmark_rag.train.squad import Article, Question, load_squad, select
+from landmark_rag.types import Sentence
 
 #: File suffixes read as plain-text documents (a file given directly must have one of them,
 #: or be ``.json``; inside a folder, other files are passed over).
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
 
 _PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=\s*\n[ \t\r\f\v]*\n|\s*\Z)", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentedArticle:
+    """A training or validation document with the sentences its encoder segments it into.
+
+    The record is the data; the sentences depend on the encoder (its segmenter and window),
+    so they live beside the record, not in it.
+    """
+
+    article: Article
+    #: ``segment(article.text, article.title)`` of the run's encoder, in text order.
+    sentences: tuple[Sentence, ...]
+
+    def answer_span(self, question: Question) -> list[int]:
+        """Indices of the sentences the question's (first) answer touches."""
+        starts = [s.start for s in self.sentences]
+        first = max(0, bisect_right(starts, question.answer_start) - 1)
+        last = max(first, bisect_right(starts, max(question.answer_start, question.answer_end - 1)) - 1)
+        return list(range(first, last + 1))
+
+
+def segment_articles(
+    articles: Iterable[Article], segment: Callable[[str, str], list[Sentence]]
+) -> list[SegmentedArticle]:
+    """Each article with ``segment(text, title)`` (the encoder's own segmentation)."""
+    return [SegmentedArticle(a, tuple(segment(a.text, a.title))) for a in articles]
+
+
+def questions_by_paragraph(article: Article) -> dict[int, list[str]]:
+    """Question texts by the paragraph their (first) answer is in, in question order (the
+    pairwise and pseudo-document stages pair a paragraph with its own questions)."""
+    out: dict[int, list[str]] = {}
+    for q in article.questions:
+        out.setdefault(article.paragraph_of(q.answer_start), []).append(q.question)
+    return out
 
 
 def source_kind(path: str | Path) -> str:
@@ -41,7 +93,7 @@ def load_documents(path: str | Path) -> list[Article]:
     """The documents of one ``--data`` source, in a stable order (files sorted by path)."""
     kind = source_kind(path)
     if kind == "squad":
-        return load_squad(path)
+        return read_squad(path)
     if kind == "longdoc":
         return load_longdoc_documents(path)
     return load_text_documents(path)
@@ -50,14 +102,9 @@ def load_documents(path: str | Path) -> list[Article]:
 def load_longdoc_documents(path: str | Path) -> list[Article]:
     """A prepared long-document set as articles (every answer offset checked on reading)."""
     try:
-        return [_article(doc) for doc in iter_longdocs(path)]
+        return read_longdocs(path)
     except LongDocFormatError as exc:
         raise TrainingInputError(f"--data {path}: {exc}") from exc
-
-
-def _article(doc: LongDocument) -> Article:
-    questions = [Question(q.question, q.start, q.end, doc.paragraph_of(q.start), q.id) for q in doc.questions]
-    return Article(doc.title, doc.text, list(doc.paragraphs), questions)
 
 
 def select_documents(config: TrainConfig) -> tuple[list[Article], list[Article]]:
@@ -65,16 +112,20 @@ def select_documents(config: TrainConfig) -> tuple[list[Article], list[Article]]
 
     A source is a path (its documents selected by ``train_articles`` / ``val_articles``, else
     its kind's :data:`~landmark_rag.train.config.DEFAULT_SELECTION`) or a mapping with its own
-    ``path``, ``train`` and ``val`` selections. A document in both sets is refused: validation
-    must never score a document the model was trained on.
+    ``path``, ``train`` and ``val`` selections; a selection is the spec of
+    :func:`landmark_rag.datasets.select`, the one ``landmark-rag eval --select`` takes. A document
+    in both sets is refused: validation must never score a document the model was trained on.
     """
     train: list[Article] = []
     val: list[Article] = []
     for entry in config.data:
         path, train_spec, val_spec = _source_entry(entry, config)
         arts = load_documents(path)
-        train.extend(select(arts, train_spec) if train_spec else [])
-        val.extend(select(arts, val_spec) if val_spec else [])
+        try:
+            train.extend(select(arts, train_spec))
+            val.extend(select(arts, val_spec))
+        except SelectionError as exc:
+            raise TrainingInputError(f"--data {path}: {exc}") from exc
     overlap = {a.title for a in train} & {a.title for a in val}
     if overlap:
         raise TrainingInputError(f"articles in both training and validation: {sorted(overlap)[:5]}")
@@ -145,5 +196,5 @@ def load_text_documents(path: str | Path) -> list[Article]:
         if not text.strip():
             continue
         paragraphs = [(m.start(), m.end()) for m in _PARAGRAPH.finditer(text)]
-        articles.append(Article(title=f.doc_id, text=text, paragraphs=paragraphs, questions=[]))
+        articles.append(Article(doc_id=f.doc_id, title=f.doc_id, text=text, paragraphs=tuple(paragraphs)))
     return articles

@@ -34,7 +34,7 @@ from landmark_rag.train.config import (
 from landmark_rag.train.data_longdoc import LongDocBuilder
 from landmark_rag.train.data_pairwise import PairwiseBuilder
 from landmark_rag.train.data_pseudo import PseudoDocBuilder
-from landmark_rag.train.documents import select_documents
+from landmark_rag.train.documents import SegmentedArticle, segment_articles, select_documents
 from landmark_rag.train.examples import Batch
 from landmark_rag.train.forward import (
     PreparedJobs,
@@ -48,7 +48,6 @@ from landmark_rag.train.forward import (
 )
 from landmark_rag.train.loss import distillation_loss, position_aware_contrastive_loss
 from landmark_rag.train.prefetch import PreparedStep, prefetch_steps
-from landmark_rag.train.squad import Article
 from landmark_rag.train.validation import validate
 
 logger = logging.getLogger(__name__)
@@ -72,8 +71,8 @@ class Trainer:
         self,
         encoder: LandmarkEncoder,
         config: TrainConfig,
-        train_articles: Sequence[Article],
-        val_articles: Sequence[Article] = (),
+        train_articles: Sequence[SegmentedArticle],
+        val_articles: Sequence[SegmentedArticle] = (),
     ) -> None:
         from accelerate.utils import set_seed
 
@@ -89,7 +88,7 @@ class Trainer:
         encoder.to(self.device)
         self.train_articles = list(train_articles)
         # validation ranks each question's answer sentence: documents without questions give nothing
-        self.val_articles = [a for a in val_articles if a.questions]
+        self.val_articles = [a for a in val_articles if a.article.questions]
         if val_articles and not self.val_articles:
             tqdm.write("validation skipped: the validation documents have no questions")
         if config.new_lmk_token:
@@ -545,16 +544,20 @@ STAGE_KINDS: dict[str, StageKind] = {
 }
 
 
-def load_articles(config: TrainConfig, encoder: LandmarkEncoder) -> tuple[list[Article], list[Article]]:
+def load_articles(
+    config: TrainConfig, encoder: LandmarkEncoder
+) -> tuple[list[SegmentedArticle], list[SegmentedArticle]]:
     """Train and validation documents, split by document, segmented the encoder's way
     (:func:`~landmark_rag.train.documents.select_documents`)."""
     train, val = select_documents(config)
-    for a in tqdm([*train, *val], desc="segmenting", unit="doc", disable=len(train) + len(val) < 100):
-        a.segment(encoder.segment)
-    return train, val
+    docs = [*train, *val]
+    segmented = segment_articles(tqdm(docs, desc="segmenting", unit="doc", disable=len(docs) < 100), encoder.segment)
+    return segmented[: len(train)], segmented[len(train) :]
 
 
-def plan_stages(config: TrainConfig, train_articles: Sequence[Article]) -> tuple[TrainConfig, str | None]:
+def plan_stages(
+    config: TrainConfig, train_articles: Sequence[SegmentedArticle]
+) -> tuple[TrainConfig, str | None]:
     """``config`` with its stages decided for the data, and a message when they were chosen.
 
     No stages given: :func:`~landmark_rag.train.config.default_stages` - a distillation-only
@@ -564,7 +567,7 @@ def plan_stages(config: TrainConfig, train_articles: Sequence[Article]) -> tuple
     """
     if not train_articles:
         raise TrainingInputError("no training documents: check --data and --train-articles")
-    labelled = any(a.questions for a in train_articles)
+    labelled = any(a.article.questions for a in train_articles)
     if config.stages is None:
         stages = default_stages(labelled)
         message = None

@@ -13,23 +13,24 @@ from collections.abc import Sequence
 import numpy as np
 
 from landmark_rag.encode.encoder import LandmarkEncoder
-from landmark_rag.train.squad import Article
+from landmark_rag.train.documents import SegmentedArticle
 
 
 def gold_sentence_ranks(
-    encoder: LandmarkEncoder, articles: Sequence[Article], max_questions: int | None = None
+    encoder: LandmarkEncoder, articles: Sequence[SegmentedArticle], max_questions: int | None = None
 ) -> np.ndarray:
     """0-based rank of each question's gold sentence within its article."""
     ranks = []
     budget = max_questions
     for art in articles:
-        qs = art.questions if budget is None else art.questions[: max(0, budget)]
+        questions = art.article.questions
+        qs = questions if budget is None else questions[: max(0, budget)]
         if not qs:
             continue
         if budget is not None:
             budget -= len(qs)
-        doc = encoder.encode_document(art.text, art.title, sentences=art.sentences)
-        q = encoder.encode_queries([x.text for x in qs])
+        doc = encoder.encode_document(art.article.text, art.article.title, sentences=list(art.sentences))
+        q = encoder.encode_queries([x.question for x in qs])
         scores = q @ doc.embeddings.T
         for j, question in enumerate(qs):
             gold = art.answer_span(question)[-1]
@@ -47,7 +48,7 @@ def recall_metrics(ranks: np.ndarray, ks: Sequence[int] = (1, 5, 10)) -> dict[st
 
 
 def validate(
-    encoder: LandmarkEncoder, articles: Sequence[Article], max_questions: int | None = None
+    encoder: LandmarkEncoder, articles: Sequence[SegmentedArticle], max_questions: int | None = None
 ) -> dict[str, float]:
     """Recall@1/5/10 and MRR of the gold sentence; the model is put in eval mode for it.
 

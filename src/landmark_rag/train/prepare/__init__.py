@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from landmark_rag.datasets.longdoc import LongDocument, write_longdocs
+from landmark_rag.datasets import Article, write_longdocs
 from landmark_rag.train.prepare.exclude import exclusion_reason
 from landmark_rag.train.prepare.fetch import raw_files, sha256_of
 from landmark_rag.train.prepare.pseudo import paragraphs_of, pseudo_documents
@@ -49,7 +49,7 @@ def prepare(
     recipe = load_recipe(recipe_path)
     out = Path(out_dir).expanduser() if out_dir is not None else default_output(recipe)
     files = raw_files(recipe, Path(raw_dir).expanduser(), download=download, show_progress=show_progress)
-    kept: dict[str, list[LongDocument]] = {}
+    kept: dict[str, list[Article]] = {}
     report: dict[str, dict[str, Any]] = {}
     for source in recipe.sources:
         docs, excluded = _convert(recipe, source, files.get(source.name, []))
@@ -74,7 +74,7 @@ def prepare(
     return manifest
 
 
-def _convert(recipe: Recipe, source: Source, paths: list[Path]) -> tuple[list[LongDocument], Counter[str]]:
+def _convert(recipe: Recipe, source: Source, paths: list[Path]) -> tuple[list[Article], Counter[str]]:
     """A source's documents minus the excluded ones (and minus repeats of a title already kept)."""
     convert = CONVERTERS[source.format]
     kept, excluded, seen = [], Counter(), set()
@@ -94,7 +94,7 @@ def _convert(recipe: Recipe, source: Source, paths: list[Path]) -> tuple[list[Lo
     return kept, excluded
 
 
-def _pseudo(recipe: Recipe, kept: dict[str, list[LongDocument]]) -> list[LongDocument]:
+def _pseudo(recipe: Recipe, kept: dict[str, list[Article]]) -> list[Article]:
     spec = recipe.pseudo
     if spec is None:
         return []
@@ -108,7 +108,7 @@ def _pseudo(recipe: Recipe, kept: dict[str, list[LongDocument]]) -> list[LongDoc
     ))
 
 
-def _source_entry(recipe: Recipe, source: Source, docs: list[LongDocument], excluded: Counter[str]) -> dict[str, Any]:
+def _source_entry(recipe: Recipe, source: Source, docs: list[Article], excluded: Counter[str]) -> dict[str, Any]:
     return {
         "repo": source.repo, "commit": source.commit, "path": source.path, "licence": source.licence,
         "domain": source.domain, "format": source.format, "role": source.role, "citation": source.citation,

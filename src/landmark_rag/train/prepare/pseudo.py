@@ -13,21 +13,24 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
-from landmark_rag.datasets.longdoc import LongDocQuestion, LongDocument
-from landmark_rag.datasets.squad import PARAGRAPH_SEPARATOR
+from landmark_rag.datasets import PARAGRAPH_SEPARATOR, Article, Question
 
-Passage = tuple[str, list[LongDocQuestion]]  # text, questions with offsets into it
+Passage = tuple[str, list[Question]]  # text, questions with offsets into it
 
 
-def paragraphs_of(doc: LongDocument, *, with_questions: bool) -> list[Passage]:
+def paragraphs_of(doc: Article, *, with_questions: bool) -> list[Passage]:
     """A document's paragraphs as passages (questions moved to paragraph offsets, or dropped)."""
     out = []
     for s, e in doc.paragraphs or [(0, len(doc.text))]:
-        inside = [q for q in doc.questions if s <= q.start and q.end <= e] if with_questions else []
-        qs = [LongDocQuestion(q.id, q.question, q.answer, q.start - s) for q in inside]
-        out.append((doc.text[s:e], qs))
+        inside = [q for q in doc.questions if s <= q.answer_start and q.answer_end <= e] if with_questions else []
+        out.append((doc.text[s:e], [_shifted(q, -s) for q in inside]))
     return out
+
+
+def _shifted(question: Question, by: int) -> Question:
+    return replace(question, answer_starts=tuple(start + by for start in question.answer_starts))
 
 
 def pseudo_documents(
@@ -38,7 +41,7 @@ def pseudo_documents(
     positives_per_document: tuple[int, int] = (2, 5),
     distractors_per_document: tuple[int, int] = (4, 10),
     name: str = "pseudo",
-) -> Iterator[LongDocument]:
+) -> Iterator[Article]:
     """Each positive passage used exactly once, in seeded random groups, each group shuffled with
     distractors drawn without replacement until they run out (then reused)."""
     if not positives:
@@ -63,16 +66,16 @@ def pseudo_documents(
         n += 1
 
 
-def _join(doc_id: str, parts: Sequence[Passage], source: str) -> LongDocument:
+def _join(doc_id: str, parts: Sequence[Passage], source: str) -> Article:
     texts, spans, questions, offset = [], [], [], 0
     for text, qs in parts:
         if texts:
             offset += len(PARAGRAPH_SEPARATOR)
         spans.append((offset, offset + len(text)))
-        questions.extend(LongDocQuestion(q.id, q.question, q.answer, q.start + offset) for q in qs)
+        questions.extend(_shifted(q, offset) for q in qs)
         texts.append(text)
         offset += len(text)
-    return LongDocument(
-        id=doc_id, title=doc_id, text=PARAGRAPH_SEPARATOR.join(texts), source=source, domain="pseudo",
-        paragraphs=spans, questions=questions,
+    return Article(
+        doc_id=doc_id, title=doc_id, text=PARAGRAPH_SEPARATOR.join(texts), paragraphs=tuple(spans),
+        questions=tuple(questions), source=source, domain="pseudo",
     )
