@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from cli_squad import DEFAULT_DATA, write_articles  # noqa: E402
+from cli_squad import DEFAULT_DATA, write_articles
 
 QUESTION = "Who won Super Bowl 50?"
 

@@ -41,8 +41,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import landmark_rag  # noqa: F401 - first: OpenMP's passive wait is set before torch loads
 import torch
+
+import landmark_rag  # noqa: F401 - first: OpenMP's passive wait is set before torch loads
 
 REPO = Path(__file__).resolve().parents[1]
 ASSETS = REPO / "benchmarks" / "assets"
@@ -207,9 +208,9 @@ def main(argv: list[str] | None = None) -> dict:
     if host:
         ratios["host side / one-thread tokenizer"] = host / rate["tokenizer, one thread (yardstick)"]
     if "landmark default" in rate:
-        for name in rate:
+        for name, value in rate.items():
             if name.startswith(("bare forward", "sentence-transformers")):
-                ratios[f"default / {name}"] = rate["landmark default"] / rate[name]
+                ratios[f"default / {name}"] = rate["landmark default"] / value
     result = {
         "device": torch.cuda.get_device_name(device) if cuda else platform.processor() or platform.machine(),
         "host_cores": os.cpu_count(), "torch": torch.__version__, "arch": ARCHS[args.arch],

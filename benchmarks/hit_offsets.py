@@ -26,7 +26,7 @@ from landmark_rag.train import TrainConfig, load_articles
 DEFAULT_DATA = Path(__file__).resolve().parents[1] / "data" / "squad-v1.1-dev-part-a.json"
 
 
-def offsets(encoder: LandmarkEncoder, articles: list, before: list | None = None) -> list[int]:  # noqa: ANN001
+def offsets(encoder: LandmarkEncoder, articles: list, before: list | None = None) -> list[int]:
     """``top hit - answer sentence`` per question; questions whose hit is the sentence just
     before the answer are appended to ``before`` as (question, hit text, answer sentence)."""
     out = []

@@ -48,8 +48,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import landmark_rag  # noqa: F401 - first: OpenMP's passive wait is set before torch loads (encode/runtime/omp.py)
 import torch
+
+import landmark_rag  # noqa: F401 - first: OpenMP's passive wait is set before torch loads (encode/runtime/omp.py)
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO / "data" / "squad-v1.1-dev-part-a.json"
@@ -100,7 +101,6 @@ def systems(texts: list[str], levers: bool, batch_size: int) -> tuple[dict[str, 
     cls_id, sep_id = default.tokenizer.cls_token_id, default.tokenizer.sep_token_id
 
     from landmark_rag.encode.runtime.parallel import run_batches
-
     from landmark_rag.encode.runtime.precision import autocast
 
     def bare(workers: int = 1, precision: torch.dtype | None = None) -> int:

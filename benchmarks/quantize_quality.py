@@ -23,9 +23,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from default_retrieval import DEFAULT_DATA, evaluate, load_articles  # noqa: E402
+from default_retrieval import DEFAULT_DATA, evaluate, load_articles
 
-from landmark_rag import LandmarkEncoder  # noqa: E402
+from landmark_rag import LandmarkEncoder
 
 
 def main() -> None:

@@ -36,11 +36,11 @@ from tqdm.auto import tqdm
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from cli_squad import DEFAULT_DATA  # noqa: E402
+from cli_squad import DEFAULT_DATA
 
-from landmark_rag import LandmarkIndex  # noqa: E402
-from landmark_rag.store import ChromaSentenceStore, make_client  # noqa: E402
-from landmark_rag.types import EncodedDocument  # noqa: E402
+from landmark_rag import LandmarkIndex
+from landmark_rag.store import ChromaSentenceStore, make_client
+from landmark_rag.types import EncodedDocument
 
 
 def load_articles(path: Path, n: int) -> tuple[list[tuple[str, str]], list[str]]:

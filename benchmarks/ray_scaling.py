@@ -154,7 +154,7 @@ def write_rate(url: str, source: str, rounds: int) -> dict[str, float]:
                                            identity=src.identity()) for _ in range(2)]
         t0 = time.perf_counter()
         with ThreadPoolExecutor(2) as pool:
-            list(pool.map(lambda i: [stores[i].add_document(d) for d in docs[i::2]], range(2)))
+            list(pool.map(lambda i, two=stores: [two[i].add_document(d) for d in docs[i::2]], range(2)))
         best["manifest_2_writers"] = max(best.get("manifest_2_writers", 0.0), n / (time.perf_counter() - t0))
     best["sentences"] = n
     return best

@@ -17,6 +17,7 @@ import json
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 Spans = list[tuple[int, int]]
 
@@ -115,7 +116,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default="data/squad-v1.1-dev-part-a.json")
     args = ap.parse_args()
-    data = json.load(open(args.data))["data"]
+    data = json.loads(Path(args.data).read_text(encoding="utf-8"))["data"]
     docs = []
     answers = []  # (doc index, start, end)
     for a in data:
@@ -135,7 +136,7 @@ def main() -> None:
     for name, fn in CANDIDATES.items():
         try:
             fn("Warm up. Two.")
-        except Exception as e:  # a candidate that cannot run here is reported, not fatal
+        except Exception as e:  # noqa: BLE001 - a candidate that cannot run here is reported, not fatal
             print(f"{name:18} unavailable: {e}")
             continue
         hard = sum(

@@ -28,10 +28,10 @@ import pytest
 # `import landmark_rag` would (encode/runtime/omp.py); subprocesses inherit it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import torch  # noqa: E402
+import torch
 
-from landmark_rag import LandmarkEncoder  # noqa: E402
-from landmark_rag.datasets import read_squad  # noqa: E402
+from landmark_rag import LandmarkEncoder
+from landmark_rag.datasets import read_squad
 
 # The CLI writes an ONNX export of the query model into the user's cache after indexing
 # (encode/export/onnx_query.py). Tests stay on the torch path and out of ~/.cache unless they opt in

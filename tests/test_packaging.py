@@ -10,11 +10,11 @@ from __future__ import annotations
 import importlib
 import subprocess
 import sys
-import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+import tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
@@ -42,8 +42,9 @@ def test_namespace_levels_have_no_init_and_leaves_reexport_the_adapters():
 
 def test_core_llama_index_still_imports_next_to_ours():
     pytest.importorskip("llama_index.core")
-    import llama_index
     import llama_index.core
+
+    import llama_index
 
     assert any(Path(p) == SRC / "llama_index" for p in llama_index.__path__)  # a namespace with our portion
     assert Path(llama_index.core.__file__).parent.parent != SRC / "llama_index"  # core is still core's

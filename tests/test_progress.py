@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-import landmark_rag.progress as progress
+from landmark_rag import progress
 
 TEXTS = [f"Document {i} talks about topic {i}. It has a second sentence about {i}." for i in range(6)]
 
@@ -51,6 +51,7 @@ def test_langchain_retriever_ingest_shows_progress_by_default(encoder, capsys, m
 def test_llama_index_embedding_shows_progress_by_default(encoder, capsys, monkeypatch):
     pytest.importorskip("llama_index.core")
     from llama_index.core import Document
+
     from llama_index.embeddings.landmark import LandmarkEmbedding
     from llama_index.node_parser.landmark import LandmarkNodeParser
 

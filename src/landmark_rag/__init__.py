@@ -11,10 +11,10 @@ from landmark_rag.encode.runtime.omp import prefer_passive_wait
 
 prefer_passive_wait()  # before anything imports torch: see encode/runtime/omp.py
 
-from landmark_rag.encode import LandmarkConfig, ModelNotFoundError  # noqa: E402
-from landmark_rag.errors import LandmarkRagError  # noqa: E402
-from landmark_rag.segment import segment_sentences  # noqa: E402
-from landmark_rag.types import EncodedDocument, Hit, Passage, Sentence  # noqa: E402
+from landmark_rag.encode import LandmarkConfig, ModelNotFoundError
+from landmark_rag.errors import LandmarkRagError
+from landmark_rag.segment import segment_sentences
+from landmark_rag.types import EncodedDocument, Hit, Passage, Sentence
 
 if TYPE_CHECKING:
     from landmark_rag.encode import LandmarkEncoder

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from servers import free_port, running_chroma
 from typer.testing import CliRunner
 
 from landmark_rag.cli import _register, app
-from servers import free_port, running_chroma
 
 _register()
 RUNNER = CliRunner()
@@ -160,8 +160,8 @@ def test_query_html_page(indexed: Path, tmp_path: Path) -> None:
 
 def test_info(indexed: Path) -> None:
     info = json.loads(cli("info", "--db", indexed, "--json").stdout)
-    from landmark_rag.store import model_source
     from landmark_rag.encode.models.registry import default_model
+    from landmark_rag.store import model_source
 
     assert info["model"] and info["model_source"] == model_source(None, default_model())
     assert info["dimension"] == 384 and info["documents"] == 3 and info["incomplete_documents"] == 0
@@ -365,7 +365,7 @@ def test_help_uses_plain_value_labels(command: list[str]) -> None:
     """Values read TEXT/INTEGER/PATH as in other click tools; flags (and --help) carry no label."""
     got = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "200"})
     assert got.exit_code == 0, got.output
-    assert not re.search(r"<(bool|str|int|float|path|file|dir|list\[)", got.output, flags=re.I), got.output
+    assert not re.search(r"<(bool|str|int|float|path|file|dir|list\[)", got.output, flags=re.IGNORECASE), got.output
     for line in got.output.splitlines():
         if re.search(r"--(help|quiet|json|prune)\b", line):
             assert not re.search(r"\b(BOOLEAN|TEXT|INTEGER)\b", line), line

@@ -102,7 +102,7 @@ def test_changed_file_after_lazy_open_is_encoded(indexed_folder: tuple[Path, Pat
     # path, so files at another path would be (rightly) re-written too
     copy_db = tmp_path / "db"
     shutil.copytree(db, copy_db)
-    first = sorted(folder.iterdir())[0]
+    first = min(folder.iterdir())
     original = first.read_text(encoding="utf-8")
     try:
         first.write_text(original + " The observatory opened in 1931.", encoding="utf-8")

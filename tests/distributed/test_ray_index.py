@@ -23,17 +23,17 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed")
 
-from typer.testing import CliRunner  # noqa: E402
+from servers import free_port, running_chroma
+from typer.testing import CliRunner
 
-from landmark_rag import LandmarkIndex  # noqa: E402
-from landmark_rag.cli import _register, app  # noqa: E402
-from landmark_rag.distributed import RayConnectionError, StoreUnavailableError, ray_index  # noqa: E402
-from landmark_rag.distributed import pipeline as ray_pipeline  # noqa: E402
-from landmark_rag.distributed.worker import EncodeWorker  # noqa: E402
-from landmark_rag.ingest import discover_files  # noqa: E402
-from landmark_rag.store import ChromaSentenceStore, make_client  # noqa: E402
-from landmark_rag.store.schema import sentence_key  # noqa: E402
-from servers import free_port, running_chroma  # noqa: E402
+from landmark_rag import LandmarkIndex
+from landmark_rag.cli import _register, app
+from landmark_rag.distributed import RayConnectionError, StoreUnavailableError, ray_index
+from landmark_rag.distributed import pipeline as ray_pipeline
+from landmark_rag.distributed.worker import EncodeWorker
+from landmark_rag.ingest import discover_files
+from landmark_rag.store import ChromaSentenceStore, make_client
+from landmark_rag.store.schema import sentence_key
 
 _register()
 RUNNER = CliRunner()

@@ -26,7 +26,7 @@ from landmark_rag.encode.export.onnx_query import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from test_cli_startup import cli_in_fresh_process  # noqa: E402
+from test_cli_startup import cli_in_fresh_process
 
 _register()
 

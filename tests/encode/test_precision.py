@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from landmark_rag.encode.runtime import precision
 from landmark_rag.encode.encoder import LandmarkEncoder
+from landmark_rag.encode.runtime import precision
 
 TEXT = " ".join(
     f"Sentence {i} says that the castle's {w} wall was rebuilt in {1200 + 7 * i} after a fire."

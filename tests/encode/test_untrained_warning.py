@@ -8,8 +8,8 @@ import warnings
 from pathlib import Path
 
 import pytest
-
 import tiny_models
+
 from landmark_rag import LandmarkEncoder
 from landmark_rag.encode.config import LandmarkConfig
 from landmark_rag.encode.untrained import UntrainedLandmarkWarning

@@ -4,10 +4,10 @@ hyphens, and the one-line reasons for files that have no readable text."""
 from __future__ import annotations
 
 import pytest
-from tests.extract.documents import PDF_PAGES, build_pdf
 
 from landmark_rag.extract import BadFileError, DocumentError, extract
 from landmark_rag.segment import segment_sentences
+from tests.extract.documents import PDF_PAGES, build_pdf
 
 pytest.importorskip("pypdfium2")
 

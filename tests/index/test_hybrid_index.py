@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import shutil
 
 import numpy as np
@@ -39,7 +40,7 @@ def test_default_mode_is_the_models_hybrid_and_every_mode_gives_exact_passages(b
             for p in passages:
                 assert p.text == article.text[p.start : p.end] and p.metadata == {"title": article.title}
             spans = sorted((p.first_index, p.last_index) for p in passages)
-            assert all(a[1] + 1 < b[0] for a, b in zip(spans, spans[1:], strict=False))  # merged, not touching
+            assert all(a[1] + 1 < b[0] for a, b in itertools.pairwise(spans))  # merged, not touching
             found[mode] += any(p.start <= q.answer_start < p.end for p in passages)
         assert [p.id for p in index.search(q.text, k=3)] == [p.id for p in index.search(q.text, k=3, mode="hybrid")]
     assert found["hybrid"] >= len(questions) // 2, found
@@ -51,7 +52,7 @@ def test_default_mode_is_the_models_hybrid_and_every_mode_gives_exact_passages(b
 
 
 def test_existing_store_gets_hybrid_without_reindexing_and_follows_writes(built, tmp_path):
-    db, index = built
+    db, _index = built
     copy = tmp_path / "db"
     shutil.copytree(db, copy)
     shutil.rmtree(copy / LEXICAL_DIR, ignore_errors=True)  # a store from before hybrid search

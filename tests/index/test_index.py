@@ -7,6 +7,7 @@ exactly one module, and no adapter assembles an encoder, a store and a strategy 
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def built(tmp_path_factory, article):
 
 
 def test_round_trip_add_search_exact_slices(built, article):
-    db, index, ids = built
+    _db, index, ids = built
     assert ids == ["art"]
     assert index.encoder.model_name == "landmark-minilm"  # the package default for a new store
     found = 0
@@ -45,7 +46,7 @@ def test_round_trip_add_search_exact_slices(built, article):
         passages = index.search(q.text, k=3)
         assert len(passages) == 3  # exactly k: the store has far more sentences
         spans = sorted((p.start, p.end) for p in passages)
-        assert all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))  # non-overlapping
+        assert all(a[1] < b[0] for a, b in itertools.pairwise(spans))  # non-overlapping
         for p in passages:
             assert p.doc_id == "art" and p.text == article.text[p.start : p.end]
             assert p.metadata == {"title": article.title}

@@ -14,9 +14,9 @@ import warnings
 
 import numpy as np
 import pytest
+import tiny_models
 import torch
 
-import tiny_models
 from landmark_rag import LandmarkIndex
 from landmark_rag.encode.config import LandmarkConfig
 from landmark_rag.encode.untrained import UntrainedLandmarkWarning

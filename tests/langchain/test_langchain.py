@@ -586,9 +586,8 @@ def test_example_script_from_scratch(tmp_path):
 
 def test_langchain_landmark_is_the_partner_package_path():
     """``langchain_landmark`` (where LangChain users look) re-exports the adapters, not copies."""
-    import langchain_landmark
-
     import landmark_rag.langchain as adapters
+    import langchain_landmark
 
     assert set(langchain_landmark.__all__) == set(adapters.__all__)
     for name in adapters.__all__:

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from langchain_tests.integration_tests import EmbeddingsIntegrationTests, RetrieversIntegrationTests
 from langchain_tests.unit_tests import EmbeddingsUnitTests
-from tests.langchain.test_langchain import ingested_squad
 
 from landmark_rag.langchain import LandmarkEmbeddings, LandmarkRetriever
+from tests.langchain.test_langchain import ingested_squad
 
 
 class TestLandmarkEmbeddingsUnit(EmbeddingsUnitTests):

@@ -7,21 +7,21 @@ import pytest
 pytest.importorskip("llama_index.core")
 pytest.importorskip("llama_index.vector_stores.chroma")
 
-import chromadb  # noqa: E402
-from llama_index.core import Document  # noqa: E402
-from llama_index.core.ingestion import IngestionPipeline  # noqa: E402
-from llama_index.core.llms import MockLLM  # noqa: E402
-from llama_index.core.query_engine import RetrieverQueryEngine  # noqa: E402
-from llama_index.core.schema import QueryBundle  # noqa: E402
-from llama_index.vector_stores.chroma import ChromaVectorStore  # noqa: E402
+import chromadb
+from llama_index.core import Document
+from llama_index.core.ingestion import IngestionPipeline
+from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.schema import QueryBundle
+from llama_index.vector_stores.chroma import ChromaVectorStore
 
-from landmark_rag.llama_index import (  # noqa: E402
+from landmark_rag.llama_index import (
     BoundaryExpansionPostprocessor,
     LandmarkEmbedding,
     LandmarkHybridRetriever,
     LandmarkNodeParser,
 )
-from landmark_rag.store.lexical import LEXICAL_DIR  # noqa: E402
+from landmark_rag.store.lexical import LEXICAL_DIR
 
 PARAGRAPHS = 3
 
@@ -44,7 +44,7 @@ def setup(tmp_path_factory, squad_articles, minilm):
 def test_hybrid_sentence_hits_feed_the_expansion_in_a_query_engine(setup):
     path, vs, embed, docs, questions = setup
     retriever = LandmarkHybridRetriever(vs, embed, similarity_top_k=6, mode="hybrid")
-    title, q = questions[0]
+    _title, q = questions[0]
     hits = retriever.retrieve(q.text)
     assert len(hits) == 6
     assert all(h.node.metadata["doc_id"] in {d.id_ for d in docs} for h in hits)
@@ -66,7 +66,7 @@ def test_hybrid_sentence_hits_feed_the_expansion_in_a_query_engine(setup):
 
 
 def test_modes_and_async(setup):
-    _, vs, embed, docs, questions = setup
+    _, vs, embed, _docs, questions = setup
     _, q = questions[1]
     lexical = LandmarkHybridRetriever(vs, similarity_top_k=3, mode="lexical")  # no model needed
     hit = lexical.retrieve("Which stadium, Levi's?")[0]

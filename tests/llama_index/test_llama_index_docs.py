@@ -12,9 +12,8 @@ import pytest
 pytest.importorskip("llama_index.core")
 pytest.importorskip("llama_index.vector_stores.chroma")
 
-from llama_index.core import Settings  # noqa: E402
-
-from conftest import REPO, SHARED_SQUAD  # noqa: E402
+from conftest import REPO, SHARED_SQUAD
+from llama_index.core import Settings
 
 DOC = REPO / "docs" / "llama_index.md"
 EXAMPLE = REPO / "examples" / "llama_index_pipeline.py"
@@ -36,12 +35,12 @@ def restore_settings():
 
 
 def test_docs_example_runs(tmp_path, monkeypatch, capsys):
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.DOTALL)
     runnable = [b for b in blocks if "pipeline.run" in b]
     assert len(runnable) == 1
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "__docs__"}
-    exec(compile(runnable[0], str(DOC), "exec"), namespace)
+    exec(compile(runnable[0], str(DOC), "exec"), namespace)  # noqa: S102 - the docs' own example is the test
     out = capsys.readouterr().out
     n = namespace["vector_store"].client.count()
     assert f"{n} sentences stored" in out and n >= 8
@@ -58,9 +57,9 @@ def test_docs_import_block_is_the_integration_path():
     """The page's first block is the imports it recommends; they must resolve to the adapters."""
     import landmark_rag.llama_index as adapters
 
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.DOTALL)
     namespace: dict = {}
-    exec(compile(blocks[0], str(DOC), "exec"), namespace)
+    exec(compile(blocks[0], str(DOC), "exec"), namespace)  # noqa: S102 - the docs' own example is the test
     for name in ("LandmarkEmbedding", "LandmarkNodeParser", "ReplaceDocuments", "BoundaryExpansionPostprocessor"):
         assert namespace[name] is getattr(adapters, name)
     assert "from llama_index.embeddings.landmark import LandmarkEmbedding" in blocks[0]

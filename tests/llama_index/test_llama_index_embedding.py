@@ -15,16 +15,16 @@ import pytest
 pytest.importorskip("llama_index.core")
 pytest.importorskip("llama_index.vector_stores.chroma")
 
-import chromadb  # noqa: E402
-from llama_index.core import Document, StorageContext, VectorStoreIndex  # noqa: E402
-from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler  # noqa: E402
-from llama_index.core.ingestion import IngestionPipeline  # noqa: E402
-from llama_index.vector_stores.chroma import ChromaVectorStore  # noqa: E402
+import chromadb
+from llama_index.core import Document, StorageContext, VectorStoreIndex
+from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
+from llama_index.core.ingestion import IngestionPipeline
+from llama_index.vector_stores.chroma import ChromaVectorStore
 
-from landmark_rag.llama_index import LandmarkEmbedding, LandmarkNodeParser  # noqa: E402
-from landmark_rag.llama_index.embedding import rebuild_text  # noqa: E402
-from landmark_rag.segment import segment_sentences  # noqa: E402
-from landmark_rag.store import sentence_id  # noqa: E402
+from landmark_rag.llama_index import LandmarkEmbedding, LandmarkNodeParser
+from landmark_rag.llama_index.embedding import rebuild_text
+from landmark_rag.segment import segment_sentences
+from landmark_rag.store import sentence_id
 
 PARAGRAPHS = 3
 

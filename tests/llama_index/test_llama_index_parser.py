@@ -12,14 +12,16 @@ import pytest
 
 pytest.importorskip("llama_index.core")
 
-from llama_index.core import Document  # noqa: E402
-from llama_index.core.schema import MetadataMode, NodeRelationship, TextNode  # noqa: E402
+import itertools
 
-from landmark_rag.llama_index import LandmarkNodeParser  # noqa: E402
-from landmark_rag.llama_index.convert import HIDDEN_KEYS, node_to_sentence  # noqa: E402
-from landmark_rag.segment import segment_sentences  # noqa: E402
-from landmark_rag.store import content_hash, sentence_id  # noqa: E402
-from landmark_rag.store.schema import SCHEMA_KEYS  # noqa: E402
+from llama_index.core import Document
+from llama_index.core.schema import MetadataMode, NodeRelationship, TextNode
+
+from landmark_rag.llama_index import LandmarkNodeParser
+from landmark_rag.llama_index.convert import HIDDEN_KEYS, node_to_sentence
+from landmark_rag.segment import segment_sentences
+from landmark_rag.store import content_hash, sentence_id
+from landmark_rag.store.schema import SCHEMA_KEYS
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +55,7 @@ def test_relationships_follow_document_order(docs):
     for doc in docs:
         mine = [n for n in nodes if n.ref_doc_id == doc.id_]
         assert mine[0].prev_node is None and mine[-1].next_node is None
-        for a, b in zip(mine, mine[1:], strict=False):
+        for a, b in itertools.pairwise(mine):
             assert a.next_node.node_id == b.id_ and b.prev_node.node_id == a.id_
         assert all(n.relationships[NodeRelationship.SOURCE].node_id == doc.id_ for n in mine)
     # prev/next never cross documents
@@ -71,7 +73,7 @@ def test_metadata_is_flat_and_schema_keys_stay_out_of_prompts(docs):
         rendered = node.get_content(metadata_mode=mode)
         assert "title: " in rendered and node.text in rendered
         for key in HIDDEN_KEYS:
-            assert not re.search(rf"^{key}: ", rendered, flags=re.M), (mode, key)
+            assert not re.search(rf"^{key}: ", rendered, flags=re.MULTILINE), (mode, key)
 
 
 def test_ids_are_stable_across_runs_and_independent_of_id_func(docs):

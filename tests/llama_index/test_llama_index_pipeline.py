@@ -12,22 +12,24 @@ import pytest
 pytest.importorskip("llama_index.core")
 pytest.importorskip("llama_index.vector_stores.chroma")
 
-import chromadb  # noqa: E402
-from llama_index.core import Document, Settings, StorageContext, VectorStoreIndex  # noqa: E402
-from llama_index.core.ingestion import DocstoreStrategy, IngestionPipeline  # noqa: E402
-from llama_index.core.llms import MockLLM  # noqa: E402
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa: E402
-from llama_index.core.storage.docstore import SimpleDocumentStore  # noqa: E402
-from llama_index.vector_stores.chroma import ChromaVectorStore  # noqa: E402
+import itertools
 
-from landmark_rag.llama_index import (  # noqa: E402
+import chromadb
+from llama_index.core import Document, Settings, StorageContext, VectorStoreIndex
+from llama_index.core.ingestion import DocstoreStrategy, IngestionPipeline
+from llama_index.core.llms import MockLLM
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.storage.docstore import SimpleDocumentStore
+from llama_index.vector_stores.chroma import ChromaVectorStore
+
+from landmark_rag.llama_index import (
     BoundaryExpansionPostprocessor,
     LandmarkEmbedding,
     LandmarkNodeParser,
     ReplaceDocuments,
 )
-from landmark_rag.segment import segment_sentences  # noqa: E402
-from landmark_rag.store import ChromaSentenceStore, sentence_id  # noqa: E402
+from landmark_rag.segment import segment_sentences
+from landmark_rag.store import ChromaSentenceStore, sentence_id
 
 PARAGRAPHS = 3
 
@@ -82,7 +84,7 @@ def _check_passages(nodes: list[NodeWithScore], docs: list[Document]) -> None:
         spans.setdefault(doc.id_, []).append((first, last, md["start"], md["end"]))
     for doc_spans in spans.values():
         doc_spans.sort()
-        for a, b in zip(doc_spans, doc_spans[1:], strict=False):
+        for a, b in itertools.pairwise(doc_spans):
             assert a[1] + 1 < b[0], "passages of one document must neither overlap nor touch"
 
 
@@ -174,7 +176,7 @@ def test_adaptive_needs_a_query_vector(indexed, embed):
 
 
 def test_docstore_source_matches_vector_store_source(docs, embed, indexed):
-    _, vs, chroma_index = indexed
+    _, vs, _chroma_index = indexed
     # in-memory VectorStoreIndex: sentence nodes live in the docstore, vectors in SimpleVectorStore
     mem = VectorStoreIndex.from_documents(docs, transformations=[LandmarkNodeParser(), embed], embed_model=embed)
     q = "Who was involved?"

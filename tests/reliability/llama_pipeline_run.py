@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 
 
 def ingest(db: str, items: list[tuple[str, str]], model: str, pooling: str | None = None) -> int:
@@ -45,7 +46,7 @@ def main() -> None:
         import kill_launcher  # beside this script
 
         kill_launcher._install(os.environ["LANDMARK_RAG_TEST_KILL_AT"])
-    items = json.loads(open(docs_json, encoding="utf-8").read())
+    items = json.loads(Path(docs_json).read_text(encoding="utf-8"))
     try:
         n = ingest(db, items, model, pooling)
     except ValueError as exc:  # StoreMismatchError is a ValueError

@@ -44,7 +44,7 @@ def observe(store: ChromaSentenceStore) -> dict:
     hits = store.nearest(vec, 1000)
     keys = [(h.sentence.doc_id, h.sentence.index) for h in hits]
     assert len(keys) == len(set(keys)), "duplicate hits"
-    first = sorted(docs)[0]
+    first = min(docs)
     # a filtered search as a reader runs it (the store's read is plain: while ``first`` is
     # replaced its top records may all be the hidden new version; the search reads on)
     filtered = find_hits(Request("dense", None, vec, {"doc_id": first}), 5, Sources(store))  # stale readers failed here

@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-
 from reliability.faultkit import HERE, cli, corpus_versions, env, in_process, paragraphs, write_corpus
 
 

@@ -14,8 +14,7 @@ from typer.testing import CliRunner
 
 from landmark_rag.cli import _register, app
 from landmark_rag.index import LandmarkIndex
-from landmark_rag.store import ModelNotRecordedError
-from landmark_rag.store import ChromaSentenceStore
+from landmark_rag.store import ChromaSentenceStore, ModelNotRecordedError
 
 _register()
 RUNNER = CliRunner()

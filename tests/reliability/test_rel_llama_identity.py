@@ -14,8 +14,7 @@ from typer.testing import CliRunner
 from landmark_rag.cli import _register, app
 from landmark_rag.index import LandmarkIndex
 from landmark_rag.store import ChromaSentenceStore, StoreMismatchError
-from landmark_rag.store.schema import IDENTITY_PREFIX
-from landmark_rag.store.schema import MODEL
+from landmark_rag.store.schema import IDENTITY_PREFIX, MODEL
 
 _register()
 RUNNER = CliRunner()

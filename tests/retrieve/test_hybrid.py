@@ -84,7 +84,7 @@ def test_rrf_and_linear_fusion_order():
     assert [u for u, _ in fuse(dense, [("c", 12.0), ("b", 3.0)], "linear", 0.5)] == ["a", "c", "b"]  # tie: dense rank
     # weight 1 is the dense ranking, weight 0 the lexical one (then dense-only units)
     assert [u for u, _ in fuse(dense, lexical, "rrf", 1.0)] == ["a", "b", "c"]
-    assert [u for u, _ in fuse(dense, lexical, "linear", 0.0)][0] == "b"
+    assert next(u for u, _ in fuse(dense, lexical, "linear", 0.0)) == "b"
 
 
 def test_fusion_settings_are_validated():

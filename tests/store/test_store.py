@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -118,7 +120,7 @@ def test_interrupted_replace_keeps_previous_version_until_completed(store):
     with pytest.raises(StoreError, match="ConnectionError: injected"):
         broken.add_document(new)  # new sentences written, commit failed
     assert store.count_sentences() == 8  # both versions stored, only the old one visible
-    assert [h.sentence for h in store.nearest(a.embeddings[2], 4)][0] == a.sentences[2]
+    assert next(h.sentence for h in store.nearest(a.embeddings[2], 4)) == a.sentences[2]
     assert len(store.nearest(a.embeddings[1], 10)) == 4
     assert store.read_document("a").sentences == a.sentences
     assert store.read_document("a", [0, 1, 2, 3]).sentences == a.sentences
@@ -165,7 +167,7 @@ def test_search_returns_exactly_k_non_overlapping(store):
         ps = index.search("", k, strategy="surround", query_vector=q)
         assert len(ps) == k
         spans = sorted((p.doc_id, p.first_index, p.last_index) for p in ps)
-        for (d1, _, hi), (d2, lo, _) in zip(spans, spans[1:]):
+        for (d1, _, hi), (d2, lo, _) in itertools.pairwise(spans):
             assert d1 != d2 or lo > hi + 1
         for p in ps:
             text = long_a if p.doc_id == "a" else long_b

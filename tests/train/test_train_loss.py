@@ -80,7 +80,7 @@ def test_stage_scheduler_matches_the_schedule_the_shipped_model_was_trained_with
         got = opt.param_groups[0]["lr"]
         assert got == pytest.approx(want, rel=1e-12, abs=0)
         bias1 = 1 - 0.9 ** (k + 1)
-        for applied in (lambda x: x, lambda x: 1 - x * 0.01, lambda x: x / bias1):
+        for applied in (lambda x: x, lambda x: 1 - x * 0.01, lambda x, b=bias1: x / b):
             assert np.float32(applied(got)) == np.float32(applied(want)), k
         opt.step()
         schedule.step()

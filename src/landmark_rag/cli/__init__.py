@@ -106,7 +106,7 @@ def main() -> None:
     _register()
     try:
         app()
-    except Exception as exc:  # noqa: BLE001 - filtered below; anything else re-raises as before
+    except Exception as exc:
         _exit_on_store_failure(exc)
         raise
 

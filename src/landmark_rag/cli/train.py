@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -27,7 +27,7 @@ def _parse_stage(spec: str) -> dict:
     return stage
 
 
-def _prepare(recipe: Path, raw: Optional[Path], output_dir: Optional[Path], download: bool) -> None:
+def _prepare(recipe: Path, raw: Path | None, output_dir: Path | None, download: bool) -> None:
     """``--prepare``: one line per output file, the manifest's path, and exit 2 on bad input."""
     from landmark_rag.train.config import TrainingInputError
     from landmark_rag.train.prepare import MANIFEST_FILE, default_output, load_recipe, prepare
@@ -47,70 +47,70 @@ def _prepare(recipe: Path, raw: Optional[Path], output_dir: Optional[Path], down
 
 @app.command("train")
 def train_command(
-    config: Optional[Path] = typer.Option(None, "--config", "-c", help="JSON/YAML/TOML training config (flags override it)."),
-    output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="Where the trained model directory goes."),
-    base_model: Optional[str] = typer.Option(
+    config: Path | None = typer.Option(None, "--config", "-c", help="JSON/YAML/TOML training config (flags override it)."),
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="Where the trained model directory goes."),
+    base_model: str | None = typer.Option(
         None,
         "--base",
         "--base-model",
         help="Model to adapt: any Hugging Face encoder or causal LM (alias, directory, .gguf or hub name).",
     ),
-    data: Optional[list[Path]] = typer.Option(
+    data: list[Path] | None = typer.Option(
         None,
         "--data",
         help="Training data (repeatable): SQuAD-format .json files, or plain-text documents "
         "(.txt/.md files or folders of them; no questions -> a self-distillation stage).",
     ),
-    train_articles: Optional[str] = typer.Option(
+    train_articles: str | None = typer.Option(
         None, help="Training documents of each --data source: slice 'a:b', comma list of indices and titles, or "
         "@FILE of titles, one per line (default: 0:16 of a SQuAD file, all plain-text documents)."
     ),
-    val_articles: Optional[str] = typer.Option(
+    val_articles: str | None = typer.Option(
         None, help="Held-out validation documents, same spec ('' for none; default: 16:24 of a SQuAD file, none of "
         "plain text)."
     ),
-    pooling: Optional[str] = typer.Option(None, help="Document pooling: landmark | mean."),
-    query_pooling: Optional[str] = typer.Option(None, help="Query pooling: landmark | mean."),
-    stage: Optional[list[str]] = typer.Option(
+    pooling: str | None = typer.Option(None, help="Document pooling: landmark | mean."),
+    query_pooling: str | None = typer.Option(None, help="Query pooling: landmark | mean."),
+    stage: list[str] | None = typer.Option(
         None, "--stage", help="kind:steps[:contrastive_weight[:distill_weight]] (repeatable; replaces the config's stages)."
     ),
-    lora: Optional[bool] = typer.Option(None, "--lora/--full", help="LoRA adapter (small) or full fine-tuning."),
-    lora_target: Optional[list[str]] = typer.Option(
+    lora: bool | None = typer.Option(None, "--lora/--full", help="LoRA adapter (small) or full fine-tuning."),
+    lora_target: list[str] | None = typer.Option(
         None, "--lora-target", help="Module name to adapt (repeatable; default: every linear layer of the base)."
     ),
-    new_lmk_token: Optional[bool] = typer.Option(
+    new_lmk_token: bool | None = typer.Option(
         None, "--new-lmk-token/--no-new-lmk-token", help="Add a new [LMK] token as the landmark (trained, saved)."
     ),
-    lr: Optional[float] = typer.Option(None, help="Peak learning rate."),
-    temperature: Optional[float] = typer.Option(None, help="Contrastive temperature tau."),
-    alpha: Optional[float] = typer.Option(None, help="Position weight decay: w_i = exp(-alpha * i)."),
-    landmark_attention: Optional[str] = typer.Option(
+    lr: float | None = typer.Option(None, help="Peak learning rate."),
+    temperature: float | None = typer.Option(None, help="Contrastive temperature tau."),
+    alpha: float | None = typer.Option(None, help="Position weight decay: w_i = exp(-alpha * i)."),
+    landmark_attention: str | None = typer.Option(
         None, help="full | isolated | prefix | causal: what a landmark (and the text) may attend to (docs/encoder.md)."
     ),
-    landmark_span: Optional[int] = typer.Option(
+    landmark_span: int | None = typer.Option(
         None, help="Sentences an isolated/causal landmark reads: its own and SPAN-1 before it."
     ),
-    boundary_margin: Optional[float] = typer.Option(
+    boundary_margin: float | None = typer.Option(
         None, help="Cosine margin by which the 2 sentences just before an answer must score below it (Front-k)."
     ),
-    max_length: Optional[int] = typer.Option(None, help="Encoder window in tokens (saved with the model)."),
-    seed: Optional[int] = typer.Option(None, help="Random seed."),
-    device: Optional[str] = typer.Option(None, help="cpu | cuda (default: accelerate's choice)."),
-    mixed_precision: Optional[str] = typer.Option(None, help="no | fp16 | bf16."),
-    gradient_accumulation_steps: Optional[int] = typer.Option(None, help="Micro-batches per optimiser step."),
-    gradient_checkpointing: Optional[bool] = typer.Option(None, "--gradient-checkpointing/--no-gradient-checkpointing"),
-    eval_every: Optional[int] = typer.Option(None, help="Validate every N steps (0: after each stage)."),
-    threads: Optional[int] = typer.Option(None, help="torch CPU threads."),
-    resume: Optional[Path] = typer.Option(
+    max_length: int | None = typer.Option(None, help="Encoder window in tokens (saved with the model)."),
+    seed: int | None = typer.Option(None, help="Random seed."),
+    device: str | None = typer.Option(None, help="cpu | cuda (default: accelerate's choice)."),
+    mixed_precision: str | None = typer.Option(None, help="no | fp16 | bf16."),
+    gradient_accumulation_steps: int | None = typer.Option(None, help="Micro-batches per optimiser step."),
+    gradient_checkpointing: bool | None = typer.Option(None, "--gradient-checkpointing/--no-gradient-checkpointing"),
+    eval_every: int | None = typer.Option(None, help="Validate every N steps (0: after each stage)."),
+    threads: int | None = typer.Option(None, help="torch CPU threads."),
+    resume: Path | None = typer.Option(
         None, "--resume", help="Continue a run from one of its checkpoints (OUTPUT/checkpoints/step-N, written "
         "every --save-every steps); its train_config.json is the run's config unless -c is given.",
     ),
-    save_every: Optional[int] = typer.Option(None, help="Write a resumable checkpoint every N steps."),
-    prepare: Optional[Path] = typer.Option(
+    save_every: int | None = typer.Option(None, help="Write a resumable checkpoint every N steps."),
+    prepare: Path | None = typer.Option(
         None, "--prepare", help="Build the training set of this data recipe (e.g. data/training/general-v1.json) "
         "into -o (default: the cache folder) and stop; see docs/training.md.",
     ),
-    raw: Optional[Path] = typer.Option(
+    raw: Path | None = typer.Option(
         None, "--raw", help="--prepare: folder of the recipe's raw files, RAW/<source>/<file> (checksums verified)."
     ),
     download: bool = typer.Option(

@@ -428,7 +428,7 @@ class LandmarkEncoder:
             self._run_batch(_pack(batch.jobs[:half], self.pad_id, pin), outs, mode, documents)
             self._run_batch(_pack(batch.jobs[half:], self.pad_id, pin), outs, mode, documents)
             return
-        except Exception as exc:  # noqa: BLE001 - e.g. inductor without a C++ compiler
+        except Exception as exc:
             if model is None:
                 raise
             # compiling is an optimisation the user asked for, not a reason to lose the run

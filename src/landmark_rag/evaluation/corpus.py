@@ -56,7 +56,7 @@ class Corpus:
         return int(self.sent_doc[first]), int(self.sent_start[first]), int(self.sent_end[last])
 
 
-def build_corpus(articles: Sequence[Article], encoder, *, show_progress: bool = False) -> Corpus:  # noqa: ANN001
+def build_corpus(articles: Sequence[Article], encoder, *, show_progress: bool = False) -> Corpus:
     """Segment and tokenise every article with ``encoder`` (a LandmarkEncoder): its
     segmentation defines the sentences, its tokenizer the budgets."""
     texts = [a.text for a in articles]

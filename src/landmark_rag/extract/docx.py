@@ -31,14 +31,14 @@ def extract_docx(data: bytes) -> Extracted:
     docx = require("docx", "python-docx")
     try:
         document = docx.Document(io.BytesIO(data))
-    except Exception as exc:  # a zip, XML or package error, each its own type
+    except Exception as exc:  # noqa: BLE001 - a zip, XML or package error, each its own type
         raise DocumentError(f"corrupt DOCX: {_one_line(exc)}") from None
     qn = require("docx.oxml.ns", "python-docx").qn
     paragraph_cls = require("docx.text.paragraph", "python-docx").Paragraph
     walker = _Walker(document, qn, paragraph_cls)
     try:
         walker.walk(document.element.body)
-    except Exception as exc:  # malformed parts only show while reading them
+    except Exception as exc:  # noqa: BLE001 - malformed parts only show while reading them
         raise DocumentError(f"corrupt DOCX: {_one_line(exc)}") from None
     out = walker.out
     if not out.text.strip():

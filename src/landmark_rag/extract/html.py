@@ -126,7 +126,7 @@ def _fallback(data: bytes, out: BlockText) -> None:
     html = require("lxml.html", "lxml")
     try:
         root = html.fromstring(data)
-    except Exception as exc:  # lxml raises several unrelated types for unparsable input
+    except Exception as exc:  # noqa: BLE001 - lxml raises several unrelated types for unparsable input
         raise DocumentError(f"not readable HTML: {exc}") from None
     for node in root.xpath("|".join(f"//{t}" for t in _BOILERPLATE)):
         node.drop_tree()

@@ -191,7 +191,7 @@ def encode_group(
         return list(encoder.encode(texts, ids))
     try:
         return list(encoder.encode(texts, ids))
-    except Exception:  # noqa: BLE001 - isolate the failing document below
+    except Exception:  # noqa: BLE001, S110 - isolate the failing document below
         pass
     out: list[EncodedDocument | Exception] = []
     for text, doc_id in zip(texts, ids, strict=True):
@@ -235,7 +235,7 @@ def store_outcome(store: Any, stored: StoredDocument, done: FileOutcome, errors:
         store_document(store, stored)
     except StoreError:
         raise  # the store failed, not this document: the run stops, the previous version stays
-    except Exception as exc:  # noqa: BLE001 - reported, the run goes on
+    except Exception as exc:
         if errors == "raise":
             raise
         return FileOutcome(done.doc_id, done.source, "skipped", f"failed to store: {type(exc).__name__}: {exc}")
@@ -258,7 +258,7 @@ def write_encoded(
         if errors == "raise":
             raise
         return FileOutcome(doc.doc_id, doc.name, "skipped", exc.reason)
-    except Exception as exc:  # noqa: BLE001 - the encoder's failure on this document
+    except Exception as exc:
         if errors == "raise":
             raise
         return FileOutcome(doc.doc_id, doc.name, "skipped", f"failed to encode: {type(exc).__name__}: {exc}")

@@ -106,9 +106,9 @@ class LandmarkEmbedding(BaseEmbedding):
         model raises ``ModelNotRecordedError`` (name the model). The same rule and the same cached encoder as
         the CLI, :class:`~landmark_rag.LandmarkIndex` and the LangChain adapters.
         """
-        from landmark_rag.store.identity import store_model
         from landmark_rag.llama_index.sources import chroma_collection
         from landmark_rag.store import ChromaSentenceStore
+        from landmark_rag.store.identity import store_model
 
         store = vector_store
         if not isinstance(store, ChromaSentenceStore):

@@ -87,7 +87,7 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
             **kwargs,
         )
         if count_tokens is None and self.embed_model is not None and hasattr(self.embed_model, "encoder"):
-            count_tokens = lambda text: self.embed_model.encoder.count_tokens(text)  # noqa: E731
+            count_tokens = lambda text: self.embed_model.encoder.count_tokens(text)
         # query vectors come from the query engine (QueryBundle) or embed_model, so the
         # index holds no encoder of its own
         self._index = LandmarkIndex(

@@ -40,8 +40,8 @@ from llama_index.core.schema import BaseNode, NodeRelationship, TransformCompone
 from landmark_rag.llama_index.convert import duplicate_id_message, is_sentence_node, node_doc_id, node_to_sentence
 from landmark_rag.llama_index.sources import chroma_collection
 from landmark_rag.store import ChromaSentenceStore, sentence_id, user_metadata
-from landmark_rag.store.schema import DOC_HASH, MODEL_ID, VERSION
 from landmark_rag.store.identity import read_stamp
+from landmark_rag.store.schema import DOC_HASH, MODEL_ID, VERSION
 
 _PLACEMENT = (
     "put ReplaceDocuments after the embedding, e.g. transformations=[LandmarkNodeParser(), embed, "

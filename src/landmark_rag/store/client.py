@@ -232,7 +232,7 @@ def store_errors(what: str) -> Iterator[None]:
         yield
     except LandmarkRagError:
         raise
-    except Exception as exc:  # noqa: BLE001 - chromadb raises many kinds for one dead server
+    except Exception as exc:
         raise StoreError(f"store failed while {what}: {type(exc).__name__}: {_one_line(exc)}") from exc
 
 

@@ -39,7 +39,7 @@ def native_cpu_bf16() -> bool:
         try:
             if fn is not None and fn():
                 return True
-        except Exception:  # noqa: BLE001 - a probe missing from this torch build means "no"
+        except Exception:  # noqa: BLE001, S112 - a probe missing from this torch build means "no"
             continue
     return False
 
