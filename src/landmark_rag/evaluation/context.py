@@ -76,7 +76,7 @@ class Context:
     def texts(self, documents: Sequence[str]) -> list[str]:
         """The covered text as contiguous pieces: spans separated only by whitespace are
         joined, so an answer that straddles two adjacent passages is still found."""
-        pieces = []
+        pieces: list[str] = []
         for doc, spans in self.spans.items():
             text = documents[doc]
             merged: list[list[int]] = []

@@ -24,9 +24,12 @@ import threading
 import weakref
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from landmark_rag.encode.protocols import SentenceEncoder
 
 
 class OutOfContextWarning(UserWarning):
@@ -51,8 +54,8 @@ class InContextVectors:
         already waiting for that text."""
         owners = list(doc_ids) if doc_ids is not None else [None] * len(texts)
         with self._lock:
-            for doc_id in {d for d in owners if d is not None}:
-                self._drop(doc_id)
+            for owner in {d for d in owners if d is not None}:
+                self._drop(owner)
             for text, vec, doc_id in zip(texts, vectors, owners, strict=True):
                 self._queues.setdefault(text, deque()).append((doc_id, np.asarray(vec, dtype=np.float32)))
                 if doc_id is not None:
@@ -124,11 +127,11 @@ class RecentSentences:
             return sum(hash(t) in self._seen for t in texts)
 
 
-_by_encoder: weakref.WeakKeyDictionary[Any, InContextVectors] = weakref.WeakKeyDictionary()
+_by_encoder: weakref.WeakKeyDictionary[SentenceEncoder, InContextVectors] = weakref.WeakKeyDictionary()
 _by_encoder_lock = threading.Lock()
 
 
-def vectors_for(encoder: Any) -> InContextVectors:
+def vectors_for(encoder: SentenceEncoder) -> InContextVectors:
     """The waiting vectors of one encoder (created on first use, dropped with the encoder)."""
     with _by_encoder_lock:
         found = _by_encoder.get(encoder)

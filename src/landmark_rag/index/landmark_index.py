@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from landmark_rag.expand import Strategy, choose_strategy, expand_hits
+from landmark_rag.encode.protocols import QueryEncoder, SentenceEncoder
+from landmark_rag.expand import AnySentenceSource, Strategy, choose_strategy, expand_hits
 from landmark_rag.expand.strategies import StrategyName
 from landmark_rag.ingest import (
     DocumentEncoder,
@@ -41,6 +42,7 @@ from landmark_rag.ingest import (
 )
 from landmark_rag.retrieve import Request, Sources, cosine_rescore, find_hits, find_passages, unit_vector
 from landmark_rag.retrieve.fusion import FusionConfig, Mode, check_mode, model_fusion
+from landmark_rag.retrieve.rescore import Scored
 from landmark_rag.store import (
     DEFAULT_COLLECTION,
     DEFAULT_DB,
@@ -51,7 +53,12 @@ from landmark_rag.store import (
     store_model,
 )
 from landmark_rag.store.identity import recorded_identity
+from landmark_rag.store.protocols import SentenceStore
 from landmark_rag.types import EncodedDocument, Hit, Passage
+
+if TYPE_CHECKING:
+    from landmark_rag.encode.config import LandmarkConfig
+    from landmark_rag.store.lexical import StoreLexicalIndex
 
 Order = Literal["score", "document"]
 Query = str | np.ndarray
@@ -83,16 +90,16 @@ class LandmarkIndex:
 
     def __init__(
         self,
-        store: Any,
-        encoder: Any = None,
+        store: SentenceStore | AnySentenceSource,
+        encoder: QueryEncoder | None = None,
         *,
         strategy: StrategyName | Strategy | None = None,
         strategy_params: dict[str, int | float] | None = None,
-        config: Any = None,
+        config: LandmarkConfig | None = None,
         count_tokens: Callable[[str], int] | None = None,
         fusion: FusionConfig | dict[str, Any] | None = None,
-        lexical_cache: Any = None,
-        encoder_loader: Callable[[], Any] | None = None,
+        lexical_cache: str | os.PathLike[str] | bool | None = None,
+        encoder_loader: Callable[[], QueryEncoder] | None = None,
     ) -> None:
         if encoder is not None and encoder_loader is not None:
             raise ValueError("pass encoder or encoder_loader, not both")
@@ -106,7 +113,7 @@ class LandmarkIndex:
         self._fusion: FusionConfig | None = None
         self._count_tokens = count_tokens
         self._lexical_cache = lexical_cache
-        self._lexical: Any = None
+        self._lexical: StoreLexicalIndex | None = None
         self._identity_recorded = False
         self._source: str | None = None  # the model source to record (set by open)
         if self._encoder is not None:
@@ -114,10 +121,10 @@ class LandmarkIndex:
         if self._load_encoder is None:  # an invalid choice fails here, not at the first search
             _ = self.strategy, self.fusion
 
-    def _encoder_ready(self, encoder: Any) -> None:
+    def _encoder_ready(self, encoder: QueryEncoder) -> None:
         """A reader compares the encoder with the store's identity, never records it."""
         if _identity(self.store):
-            self.store.check_identity(encoder.config.identity(), record=False)
+            self._store().check_identity(encoder.config.identity(), record=False)
             self._identity_recorded = True
 
     # ------------------------------------------------------------------ opening
@@ -135,7 +142,7 @@ class LandmarkIndex:
         strategy: StrategyName | Strategy | None = None,
         strategy_params: dict[str, int | float] | None = None,
         fusion: FusionConfig | dict[str, Any] | None = None,
-        lexical_cache: Any = None,
+        lexical_cache: str | os.PathLike[str] | bool | None = None,
         lazy: bool = False,
         compile_encoder: bool = False,
     ) -> LandmarkIndex:
@@ -164,7 +171,7 @@ class LandmarkIndex:
             existing = None
         source, settings = store_model(existing, model, overrides)
 
-        def load() -> Any:
+        def load() -> QueryEncoder:
             from landmark_rag.encode.models.cache import load_encoder
 
             encoder = load_encoder(source, device=device, **settings)
@@ -174,6 +181,7 @@ class LandmarkIndex:
         encoder = None if deferred else load()
         store = existing
         if store is None:  # a new collection: created with its model recorded
+            assert encoder is not None  # only a store that records its model defers loading
             store = ChromaSentenceStore.open(
                 collection_name=collection, client=client, identity=encoder.config.identity(), create=True
             )
@@ -185,7 +193,7 @@ class LandmarkIndex:
 
     # ------------------------------------------------------------------ parts
     @property
-    def encoder(self) -> Any:
+    def encoder(self) -> QueryEncoder:
         """The :class:`~landmark_rag.LandmarkEncoder` (loaded now if it was deferred;
         ``ValueError`` if there is none)."""
         if self._encoder is None and self._load_encoder is not None:
@@ -197,9 +205,30 @@ class LandmarkIndex:
         return self._encoder
 
     @property
-    def loaded_encoder(self) -> Any:
+    def loaded_encoder(self) -> QueryEncoder | None:
         """The encoder if it is loaded, else ``None`` (never loads it)."""
         return self._encoder
+
+    def _sentence_encoder(self) -> SentenceEncoder:
+        """The encoder as something that encodes documents: a query-only encoder (the ONNX
+        export a cold CLI query loads) can search a store but not write to it."""
+        encoder = self.encoder
+        if not isinstance(encoder, SentenceEncoder):
+            raise TypeError(
+                f"this LandmarkIndex's {type(encoder).__name__} encodes queries only: open the index with the "
+                "model itself to add documents"
+            )
+        return encoder
+
+    def _store(self) -> SentenceStore:
+        """The store as something to write and search: an index built over a plain sentence
+        source (a framework's docstore) can only expand and re-score hits."""
+        if not isinstance(self.store, SentenceStore):
+            raise TypeError(
+                f"this LandmarkIndex reads sentences from a {type(self.store).__name__}, which can expand and "
+                "re-score hits but not be written or searched: open a landmark store (LandmarkIndex.open)"
+            )
+        return self.store
 
     @property
     def strategy(self) -> Strategy:
@@ -218,7 +247,7 @@ class LandmarkIndex:
             )
         return self._fusion
 
-    def _model_config(self) -> Any:
+    def _model_config(self) -> LandmarkConfig | None:
         if self._config is not None:
             return self._config
         if self._encoder is None and self._load_encoder is None:
@@ -233,7 +262,7 @@ class LandmarkIndex:
         return choose_strategy(strategy, self.strategy_params, self._model_config())
 
     @property
-    def lexical(self) -> Any:
+    def lexical(self) -> StoreLexicalIndex:
         """The sentence-level BM25 index over this store (``store.lexical.StoreLexicalIndex``).
 
         Created on first use, in the ``fusion.language``; it is a cache of the store, built
@@ -243,7 +272,7 @@ class LandmarkIndex:
         if self._lexical is None:
             from landmark_rag.store.lexical import StoreLexicalIndex
 
-            self._lexical = StoreLexicalIndex(self.store, language=self.fusion.language, cache_dir=self._lexical_cache)
+            self._lexical = StoreLexicalIndex(self._store(), language=self.fusion.language, cache_dir=self._lexical_cache)
         return self._lexical
 
     def resolve_mode(self, mode: Mode | str | None = None) -> Mode:
@@ -252,7 +281,10 @@ class LandmarkIndex:
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` as the adaptive strategy counts them."""
-        return self._token_counter()(text)
+        counter = self._token_counter()
+        if counter is None:
+            raise ValueError("this LandmarkIndex has no encoder to count tokens with: pass count_tokens=")
+        return counter(text)
 
     def _token_counter(self) -> Callable[[str], int] | None:
         if self._count_tokens is not None:
@@ -306,9 +338,9 @@ class LandmarkIndex:
         self.record_identity()
 
         def encoder() -> DocumentEncoder:
-            return DocumentEncoder(encode) if encode is not None else DocumentEncoder.of(self.encoder, batch_size)
+            return DocumentEncoder(encode) if encode is not None else DocumentEncoder.of(self._sentence_encoder(), batch_size)
 
-        write_documents(self.store, documents, encoder, skip_unchanged=skip_unchanged, errors="raise",
+        write_documents(self._store(), documents, encoder, skip_unchanged=skip_unchanged, errors="raise",
                         total=len(documents), desc="adding", show_progress=show_progress)
         return [d.doc_id for d in documents]
 
@@ -341,16 +373,16 @@ class LandmarkIndex:
         that does not exist raises ``FileNotFoundError`` before anything is written.
         ``show_progress``: ``None`` shows the bar once the run has taken a few seconds.
         """
-        found = paths if isinstance(paths, FileSet) else find_files(
-            paths, glob=glob, exclude=[self.store.local_path] if getattr(self.store, "local_path", None) else []
-        )
+        store = self._store()
+        local = getattr(store, "local_path", None)
+        found = paths if isinstance(paths, FileSet) else find_files(paths, glob=glob, exclude=[local] if local else [])
         self.record_identity()
         report = write_documents(
-            self.store, file_documents(found), lambda: DocumentEncoder.of(self.encoder, batch_size),
+            store, file_documents(found), lambda: DocumentEncoder.of(self._sentence_encoder(), batch_size),
             total=len(found.files) + len(found.skipped), desc="indexing", show_progress=show_progress,
         )
         if prune and not report.interrupted:
-            report.pruned = prune_missing(self.store, found.roots)
+            report.pruned = prune_missing(store, found.roots)
         return report
 
     def add_documents(
@@ -368,12 +400,13 @@ class LandmarkIndex:
         self.record_identity()
         for i, doc in enumerate(docs):
             source = SourceDocument(str(doc.doc_id), doc.text, dict((metadatas[i] if metadatas else None) or {}))
-            store_document(self.store, stored_form(source, doc))
+            store_document(self._store(), stored_form(source, doc))
         return [str(d.doc_id) for d in docs]
 
     def delete(self, doc_ids: Sequence[str]) -> int:
         """Remove documents and all their sentences; returns how many sentences went."""
-        return sum(self.store.delete_document(str(doc_id)) for doc_id in doc_ids)
+        store = self._store()
+        return sum(store.delete_document(str(doc_id)) for doc_id in doc_ids)
 
     def record_identity(self) -> None:
         """Mark an unmarked store with this index's model (refuse a different one).
@@ -386,9 +419,10 @@ class LandmarkIndex:
         if self._encoder is None and self._load_encoder is not None and _records_model(self.store):
             self._identity_recorded = True  # nothing to record; the encoder is checked when it loads
             return
-        self.store.check_identity(self.encoder.config.identity())
+        store = self._store()
+        store.check_identity(self.encoder.config.identity())
         if self._source is not None:
-            record_model(self.store, self._source, self.encoder.dim)
+            record_model(store, self._source, self.encoder.dim)
         self._identity_recorded = True
 
     # ------------------------------------------------------------------ reading
@@ -437,7 +471,7 @@ class LandmarkIndex:
         mode = self.resolve_mode(mode)
         strat = self.resolve_strategy(strategy)
         if self._needs_vector(mode, strat):
-            vectors: Sequence[np.ndarray | None] = self.encoder.encode_queries(queries, show_progress=show_progress)
+            vectors: Sequence[np.ndarray | None] = list(self.encoder.encode_queries(queries, show_progress=show_progress))
         else:
             vectors = [None] * len(queries)
         return [
@@ -477,7 +511,7 @@ class LandmarkIndex:
     def _sources(self, mode: Mode) -> Sources:
         """What a search of ``mode`` reads (the lexical index only when the mode uses it: it is
         built from the store on first use)."""
-        return Sources(self.store, self.lexical if mode != "dense" else None, self.fusion)
+        return Sources(self._store(), self.lexical if mode != "dense" else None, self.fusion)
 
     def _passages(
         self,
@@ -526,7 +560,7 @@ class LandmarkIndex:
         )
         return passages[:k] if k is not None else passages
 
-    def rescore(self, query: Query, passages: Sequence[Hit | Passage]) -> list[Any]:
+    def rescore(self, query: Query, passages: Sequence[Scored]) -> list[Scored]:
         """Copies of ``passages`` (or hits) scored by cosine with ``query``, from stored vectors."""
         return cosine_rescore(list(passages), self.store, self.encode_query(query))
 
@@ -537,12 +571,13 @@ class LandmarkIndex:
         return f"LandmarkIndex(model={name!r}, strategy={self.strategy!r}, mode={self.fusion.mode!r})"
 
 
-def _identity(store: Any) -> dict[str, Any]:
+def _identity(store: object) -> dict[str, Any]:
     identity = getattr(store, "identity", None)
     return identity() if callable(identity) else {}
 
 
-def _records_model(store: Any) -> bool:
+def _records_model(store: object) -> bool:
     """Whether the collection records both its model identity and where the model came from
     (so a writer has nothing to record, and the model can be loaded when first needed)."""
-    return bool(recorded_identity(store.collection)) and bool(recorded_model(store)[0])
+    collection = getattr(store, "collection", None)  # a plain sentence source records nothing
+    return collection is not None and bool(recorded_identity(collection)) and bool(recorded_model(store)[0])

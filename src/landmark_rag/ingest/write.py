@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tqdm.auto import tqdm
 
@@ -43,6 +43,10 @@ from landmark_rag.store import StoreError, flat_metadata
 from landmark_rag.store.manifest import is_complete, record_metadata
 from landmark_rag.store.schema import DIRTY, DOC_HASH
 from landmark_rag.types import EncodedDocument
+
+if TYPE_CHECKING:  # types only: writing never imports the model stack
+    from landmark_rag.encode.protocols import SentenceEncoder
+    from landmark_rag.store.protocols import SentenceStore
 
 #: Tokens encoded together at most: enough to fill encoder batches with short documents,
 #: small enough that memory stays bounded and progress and interruption stay fine-grained.
@@ -59,7 +63,7 @@ Errors = Literal["report", "raise"]
 
 
 # ---------------------------------------------------------------------------- encoding
-def encoder_batch_size(encoder: Any, batch_size: int | None = None) -> int:
+def encoder_batch_size(encoder: SentenceEncoder, batch_size: int | None = None) -> int:
     """Encoder inputs per forward pass for documents: ``batch_size``, else 64 for ``sentence``
     pooling (its inputs are single sentences, far shorter than windows), else 16 windows."""
     if batch_size is not None:
@@ -67,7 +71,7 @@ def encoder_batch_size(encoder: Any, batch_size: int | None = None) -> int:
     return 64 if encoder.config.pooling == "sentence" else 16
 
 
-def count_tokens(encoder: Any, text: str) -> int:
+def count_tokens(encoder: SentenceEncoder, text: str) -> int:
     """Tokens of a whole document (for tokens/s), without the tokenizer's too-long warning."""
     tokenizer = getattr(encoder, "tokenizer", None)
     if tokenizer is None:
@@ -93,7 +97,7 @@ class DocumentEncoder:
     count_tokens: Callable[[str], int] | None = None
 
     @classmethod
-    def of(cls, encoder: Any, batch_size: int | None = None) -> DocumentEncoder:
+    def of(cls, encoder: SentenceEncoder, batch_size: int | None = None) -> DocumentEncoder:
         """A ``LandmarkEncoder``'s ``encode_documents`` with :func:`encoder_batch_size`."""
         size = encoder_batch_size(encoder, batch_size)
 
@@ -120,7 +124,7 @@ class StoreState:
     records: dict[str, dict[str, Any]]
 
     @classmethod
-    def read(cls, store: Any) -> StoreState:
+    def read(cls, store: SentenceStore) -> StoreState:
         return cls(store.documents(include_incomplete=True))
 
     def is_unchanged(self, doc: SourceDocument) -> bool:
@@ -134,7 +138,7 @@ class StoreState:
         return bool(self.records.get(doc_id, {}).get(DIRTY))
 
 
-def finish_unchanged(store: Any, state: StoreState, doc_id: str) -> None:
+def finish_unchanged(store: SentenceStore, state: StoreState, doc_id: str) -> None:
     """The rule for a document an interrupted write left ``dirty``: one that comes back
     unchanged has its leftover sentences deleted now; a changed one is finished by its own
     new write. Call it only for documents this run owns."""
@@ -223,12 +227,12 @@ def stored_form(doc: SourceDocument, encoded: EncodedDocument) -> StoredDocument
     return StoredDocument(encoded, dict(doc.metadata), doc.doc_hash)
 
 
-def store_document(store: Any, stored: StoredDocument) -> int:
+def store_document(store: SentenceStore, stored: StoredDocument) -> int:
     """Write one document through the store's manifest protocol; returns its sentences."""
     return store.add_document(stored.encoded, metadata=stored.metadata, doc_hash=stored.doc_hash)
 
 
-def store_outcome(store: Any, stored: StoredDocument, done: FileOutcome, errors: Errors = "report") -> FileOutcome:
+def store_outcome(store: SentenceStore, stored: StoredDocument, done: FileOutcome, errors: Errors = "report") -> FileOutcome:
     """Write ``stored``: ``done`` when it was written, else (a document the store refuses) a
     ``skipped`` outcome. A failure of the store itself raises :class:`StoreError`."""
     try:
@@ -243,7 +247,7 @@ def store_outcome(store: Any, stored: StoredDocument, done: FileOutcome, errors:
 
 
 def write_encoded(
-    store: Any, pending: Pending, encoded: EncodedDocument | Exception, encoder: DocumentEncoder,
+    store: SentenceStore, pending: Pending, encoded: EncodedDocument | Exception, encoder: DocumentEncoder,
     errors: Errors = "report",
 ) -> FileOutcome:
     """Store one encoded document (:func:`stored_form`, :func:`store_outcome`); a document the
@@ -314,7 +318,7 @@ def tracked_run(
 
 
 def write_documents(
-    store: Any,
+    store: SentenceStore,
     documents: Iterable[SourceDocument | FileOutcome],
     encoder: Callable[[], DocumentEncoder],
     *,
@@ -351,13 +355,13 @@ def write_documents(
     return report
 
 
-def prune_missing(store: Any, roots: Iterable[Path]) -> list[str]:
+def prune_missing(store: SentenceStore, roots: Iterable[Path]) -> list[str]:
     """Delete documents indexed from a file under one of ``roots`` that no longer exists."""
-    roots = {str(Path(r).resolve()) for r in roots}
+    root_names = {str(Path(r).resolve()) for r in roots}
     gone = []
     for doc_id, md in store.documents(include_incomplete=True).items():
         source = md.get(FILE_SOURCE)
-        if md.get(FILE_ROOT) in roots and isinstance(source, str) and not Path(source).exists():
+        if md.get(FILE_ROOT) in root_names and isinstance(source, str) and not Path(source).exists():
             store.delete_document(doc_id)
             gone.append(doc_id)
     return sorted(gone)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -153,7 +153,7 @@ def fuse_arrays(dense: np.ndarray, lexical: np.ndarray, config: FusionConfig) ->
     fused = fuse(top_units(dense, config.depth), lex_top, config.method, config.weight, rrf_k=config.rrf_k)
     out = np.full(dense.shape[0], -1.0, dtype=np.float32)
     for u, s in fused:
-        out[int(u)] = s  # type: ignore[index]
+        out[cast(int, u)] = s  # the keys here are the unit numbers top_units gave
     return out
 
 

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from landmark_rag.retrieve.fusion import FusionConfig, Mode, check_mode, fuse
+from landmark_rag.store.protocols import SentenceReader
 from landmark_rag.store.schema import sentence_id
 from landmark_rag.types import DENSE_SCORE, Hit
 
@@ -66,7 +67,7 @@ class Sources:
     expansion), the lexical index (``None`` for dense searches: it is built on first use, and
     a dense search should not build it) and the fusion settings."""
 
-    store: Any
+    store: SentenceReader
     lexical: LexicalSource | None = None
     fusion: FusionConfig = field(default_factory=lambda: FusionConfig(mode="hybrid"))
 
@@ -107,12 +108,13 @@ def _read_ahead(n: int) -> int:
     return n + max(8, n // 4)
 
 
-def _dense(request: Request, n: int, store: Any) -> Ranked:
+def _dense(request: Request, n: int, store: SentenceReader) -> Ranked:
     """The store's top-``n`` vector read (records included: one Chroma call).
 
     Exactly ``n``, no read-ahead: Chroma's approximate search depends on ``n_results``, and
     these are the sizes dense search has always asked for, so its results stay the same.
     """
+    assert request.vector is not None  # Request refuses a dense or hybrid search without one
     # every record, hidden ones included: fewer than n of those is what says the store has no more
     records = store.nearest(request.vector, n, where=request.where, hidden=True)
     hits = store.visible_hits(records)
@@ -137,7 +139,7 @@ def _hybrid(request: Request, n: int, sources: Sources) -> Ranked:
     The fused list is complete for its depth, so it has run out once it is read to its end
     with fewer than ``n`` visible hits in it.
     """
-    assert sources.lexical is not None and request.text is not None
+    assert sources.lexical is not None and request.text is not None and request.vector is not None
     fusion, depth, ask = sources.fusion, max(n, sources.fusion.depth), _read_ahead(n)
     dense = sources.store.nearest_ids(request.vector, depth, where=request.where)
     lexical = sources.lexical.candidates(request.text, depth, where=request.where)
@@ -148,7 +150,7 @@ def _hybrid(request: Request, n: int, sources: Sources) -> Ranked:
     return Ranked(hits if exhausted else hits[:n], exhausted)
 
 
-def _records(ranking: Sequence[tuple[Any, float]], store: Any) -> list[Hit]:
+def _records(ranking: Sequence[tuple[Any, float]], store: SentenceReader) -> list[Hit]:
     """The visible records of ``ranking``'s ids, scored and ordered as ranked."""
     return list(store.read_ids([str(u) for u, _ in ranking], [s for _, s in ranking]).values())
 

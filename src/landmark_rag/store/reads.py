@@ -22,6 +22,7 @@ import numpy as np
 
 from landmark_rag.store.client import Collections, store_errors
 from landmark_rag.store.manifest import Manifest, is_visible
+from landmark_rag.store.protocols import Where
 from landmark_rag.store.schema import (
     COMPLETE,
     DOC_ID,
@@ -36,8 +37,6 @@ from landmark_rag.store.schema import (
 )
 from landmark_rag.types import EncodedDocument, Hit
 
-#: A Chroma metadata filter (``{"source": "a.txt"}``, ``{"$and": [...]}``).
-Where = dict[str, Any]
 #: ``(doc_id, index) -> (record id, text, metadata, vector or None)``: records read by address.
 _Found = dict[tuple[str, int], tuple[str, str, dict[str, Any], Any]]
 

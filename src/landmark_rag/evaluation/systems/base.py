@@ -12,12 +12,16 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from landmark_rag.evaluation.corpus import Corpus
 from landmark_rag.types import Sentence
+
+if TYPE_CHECKING:  # the harness measures this encoder itself: its weights identify a cached encoding
+    from landmark_rag.encode.encoder import LandmarkEncoder
+    from landmark_rag.index import LandmarkIndex
 
 
 @dataclass(slots=True)
@@ -55,23 +59,23 @@ class Workspace:
     _encodings: dict[tuple, tuple[np.ndarray, float, str]] = field(default_factory=dict)
     _queries: dict[tuple, tuple[np.ndarray, float]] = field(default_factory=dict)
 
-    def load(self, name: str | None) -> Any:
+    def load(self, name: str | None) -> LandmarkEncoder:
         """A LandmarkEncoder for ``name`` with its own (saved or default) configuration."""
         from landmark_rag.encode.models.cache import load_encoder
 
         return load_encoder(name, device=self.device)
 
-    def landmark_encoder(self) -> Any:
+    def landmark_encoder(self) -> LandmarkEncoder:
         return self.load(self.model)
 
-    def landmark_index(self) -> Any:
+    def landmark_index(self, encoder: LandmarkEncoder | None = None) -> LandmarkIndex:
         """The package's pipeline for the evaluated model: a :class:`~landmark_rag.LandmarkIndex`
         with the model's own expansion. The harness ranks all sentences itself (one matrix
         product per question batch), so the index holds its vectors in memory, not in Chroma."""
         from landmark_rag.expand import InMemorySource
         from landmark_rag.index import LandmarkIndex
 
-        return LandmarkIndex(InMemorySource(), self.landmark_encoder())
+        return LandmarkIndex(InMemorySource(), encoder if encoder is not None else self.landmark_encoder())
 
     def base_name(self) -> str | None:
         """The base model of the baselines: ``base_model`` if given, else the landmark
@@ -80,13 +84,13 @@ class Workspace:
             return self.base_model
         return self.landmark_encoder().config.base_model or self.model
 
-    def base_encoder(self, **overrides: Any) -> Any:
+    def base_encoder(self, **overrides: Any) -> LandmarkEncoder:
         """The base model with config overrides (e.g. ``pooling="mean"``), sharing weights."""
         from landmark_rag.encode.models.cache import load_encoder
 
         return load_encoder(self.base_name(), device=self.device, **overrides)
 
-    def standalone_encoder(self) -> Any:
+    def standalone_encoder(self) -> LandmarkEncoder:
         """The base model as people use it today: each unit embedded alone, mean-pooled.
 
         Shared by every context-free baseline (sentence, sentence-window, chunks), so they
@@ -95,12 +99,12 @@ class Workspace:
         return self.base_encoder(pooling="sentence", query_pooling="mean")
 
     @staticmethod
-    def _identity(encoder: Any) -> tuple:
+    def _identity(encoder: LandmarkEncoder) -> tuple:
         cfg = encoder.config
         return (id(encoder.model), cfg.pooling, cfg.query_pooling, cfg.lmk_token, encoder.max_length, encoder.overlap)
 
     def encode_units(
-        self, encoder: Any, corpus: Corpus, units: Sequence[Sequence[Sentence]], unit_kind: str, owner: str
+        self, encoder: LandmarkEncoder, corpus: Corpus, units: Sequence[Sequence[Sentence]], unit_kind: str, owner: str
     ) -> tuple[np.ndarray, float, str]:
         """Vectors ``[n_units, dim]`` for ``units`` (per document), the seconds it took and
         the system that paid for it. ``unit_kind`` names the unit layout for the cache."""
@@ -119,7 +123,7 @@ class Workspace:
             self._encodings[key] = (np.ascontiguousarray(emb, dtype=np.float32), time.perf_counter() - t0, owner)
         return self._encodings[key]
 
-    def encode_queries(self, encoder: Any, queries: Sequence[str]) -> tuple[np.ndarray, float]:
+    def encode_queries(self, encoder: LandmarkEncoder, queries: Sequence[str]) -> tuple[np.ndarray, float]:
         """Query vectors (cached per encoder identity) and the seconds they took."""
         cfg = encoder.config
         # document pooling does not touch queries: sentence/mean/chunk systems share them
@@ -164,14 +168,14 @@ class DenseSystem(System):
     unit_kind: ClassVar[str] = "sentences"
 
     def __init__(self) -> None:
-        self.encoder: Any = None
+        self.encoder: LandmarkEncoder | None = None
         self.embeddings: np.ndarray | None = None
         self.corpus: Corpus | None = None
         self.workspace: Workspace | None = None
         self.query_seconds = 0.0
 
     @abstractmethod
-    def make_encoder(self, workspace: Workspace) -> Any:
+    def make_encoder(self, workspace: Workspace) -> LandmarkEncoder:
         """The LandmarkEncoder (and pooling) this system embeds with."""
 
     def units(self, corpus: Corpus) -> list[list[Sentence]]:
@@ -197,7 +201,7 @@ class DenseSystem(System):
         """Hook for systems that keep unit spans (chunks)."""
 
     def scores(self, queries: Sequence[str]) -> np.ndarray:
-        assert self.embeddings is not None and self.workspace is not None, "build() first"
+        assert self.embeddings is not None and self.workspace is not None and self.encoder is not None, "build() first"
         q, seconds = self.workspace.encode_queries(self.encoder, queries)
         t0 = time.perf_counter()
         out = q @ self.embeddings.T
@@ -224,7 +228,7 @@ class ChunkUnitsMixin:
 
     _spans: np.ndarray  # int64 [n_units, 3]: doc, start, end
 
-    def make_encoder(self, workspace: Workspace) -> Any:
+    def make_encoder(self, workspace: Workspace) -> LandmarkEncoder:
         """Chunks are embedded alone, as chunking pipelines embed them."""
         return workspace.standalone_encoder()
 

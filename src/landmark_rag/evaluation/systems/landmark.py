@@ -11,13 +11,17 @@ score within ``margin`` of the hit for THIS question (``passage_for``).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 import numpy as np
 
 from landmark_rag.evaluation.systems.base import DenseSystem, Workspace
 from landmark_rag.evaluation.systems.expansion import strategy_passage
 from landmark_rag.expand import Adaptive, choose_strategy
+from landmark_rag.expand.strategies import StrategyName
+
+if TYPE_CHECKING:
+    from landmark_rag.encode.encoder import LandmarkEncoder
 
 
 class LandmarkSystem(DenseSystem):
@@ -30,17 +34,19 @@ class LandmarkSystem(DenseSystem):
         (that strategy's parameters from the model config when it names the same one,
         else the strategy's defaults: Front-3, Surround 1/1, Adaptive <= 256 tokens)."""
         super().__init__()
-        self.expansion = expansion
-        if expansion is not None:
-            choose_strategy(expansion)  # fails fast on an unknown name
+        # a name from the command line: choose_strategy refuses an unknown one here, not mid-run
+        self.expansion = cast("StrategyName | None", expansion)
+        if self.expansion is not None:
+            choose_strategy(self.expansion)
             self.name = f"landmark-{expansion}"  # type: ignore[misc]  # one report row per strategy
 
-    def make_encoder(self, workspace: Workspace) -> Any:
-        index = workspace.landmark_index()
+    def make_encoder(self, workspace: Workspace) -> LandmarkEncoder:
+        encoder = workspace.landmark_encoder()
+        index = workspace.landmark_index(encoder)
         self.strategy = index.strategy
-        if self.expansion is not None and self.expansion != index.encoder.config.expansion:
+        if self.expansion is not None and self.expansion != encoder.config.expansion:
             self.strategy = index.resolve_strategy(self.expansion)  # that strategy's defaults
-        return index.encoder
+        return encoder
 
     def passage(self, unit: int) -> tuple[int, int, int]:
         assert self.corpus is not None
@@ -51,8 +57,8 @@ class LandmarkSystem(DenseSystem):
         ``scores`` (Adaptive reads its neighbours' scores; other strategies ignore them)."""
         if not isinstance(self.strategy, Adaptive):
             return self.passage(unit)
-        corpus = self.corpus
-        assert corpus is not None
+        corpus, encoder = self.corpus, self.encoder
+        assert corpus is not None and encoder is not None, "build() first"
         doc = int(corpus.sent_doc[unit])
         first, stop = int(corpus.doc_first[doc]), int(corpus.doc_first[doc + 1])
         local = unit - first
@@ -62,6 +68,6 @@ class LandmarkSystem(DenseSystem):
         # inner products are the scores: a 1-d "query" of 1 against 1-d "vectors" of them
         vectors = {j: np.asarray([scores[first + j]], dtype=np.float32) for j in near}
         lo, hi = self.strategy.choose(
-            local, float(scores[unit]), np.ones(1, dtype=np.float32), texts, vectors, self.encoder.count_tokens
+            local, float(scores[unit]), np.ones(1, dtype=np.float32), texts, vectors, encoder.count_tokens
         )
         return corpus.sentence_span(first + lo, first + hi)

@@ -8,9 +8,12 @@ so the comparison isolates in-context pooling.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from landmark_rag.evaluation.systems.base import DenseSystem, SentenceWindowMixin, Workspace
+
+if TYPE_CHECKING:
+    from landmark_rag.encode.encoder import LandmarkEncoder
 
 
 class LateChunkingSystem(SentenceWindowMixin, DenseSystem):
@@ -20,5 +23,5 @@ class LateChunkingSystem(SentenceWindowMixin, DenseSystem):
     before: ClassVar[int] = 1
     after: ClassVar[int] = 1
 
-    def make_encoder(self, workspace: Workspace) -> Any:
+    def make_encoder(self, workspace: Workspace) -> LandmarkEncoder:
         return workspace.base_encoder(pooling="mean", query_pooling="mean")

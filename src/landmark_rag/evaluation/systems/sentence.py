@@ -6,9 +6,12 @@ next sentence, as in the paper's baseline setting.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from landmark_rag.evaluation.systems.base import DenseSystem, SentenceWindowMixin, Workspace
+
+if TYPE_CHECKING:
+    from landmark_rag.encode.encoder import LandmarkEncoder
 
 
 class SentenceSystem(SentenceWindowMixin, DenseSystem):
@@ -18,5 +21,5 @@ class SentenceSystem(SentenceWindowMixin, DenseSystem):
     before: ClassVar[int] = 1
     after: ClassVar[int] = 1
 
-    def make_encoder(self, workspace: Workspace) -> Any:
+    def make_encoder(self, workspace: Workspace) -> LandmarkEncoder:
         return workspace.standalone_encoder()

@@ -7,9 +7,12 @@ LLM. Same vectors as ``sentence``, wider passages.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from landmark_rag.evaluation.systems.base import DenseSystem, SentenceWindowMixin, Workspace
+
+if TYPE_CHECKING:
+    from landmark_rag.encode.encoder import LandmarkEncoder
 
 #: SentenceWindowNodeParser's default ``window_size``.
 WINDOW = 3
@@ -22,5 +25,5 @@ class SentenceWindowSystem(SentenceWindowMixin, DenseSystem):
     before: ClassVar[int] = WINDOW
     after: ClassVar[int] = WINDOW
 
-    def make_encoder(self, workspace: Workspace) -> Any:
+    def make_encoder(self, workspace: Workspace) -> LandmarkEncoder:
         return workspace.standalone_encoder()
