@@ -32,25 +32,26 @@ def demo_command(
     from rich.text import Text
 
     from landmark_rag.cli._common import open_index
+    from landmark_rag.expand.strategies import strategy_name
     from landmark_rag.ingest import find_files
     from landmark_rag.render import hit_segments, passage_hits, sanitize
     from landmark_rag.samples import CORPUS_NOTE, corpus_dir, sample_questions
 
     tmp = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="landmark-demo-"))
     try:
-        found = find_files([corpus_dir()])
-        console.print(Text(f"Sample corpus: {len(found.files)} documents in {corpus_dir()}", style="bold"))
+        files = find_files([corpus_dir()])
+        console.print(Text(f"Sample corpus: {len(files.files)} documents in {corpus_dir()}", style="bold"))
         console.print(CORPUS_NOTE, markup=False)
         index = open_index(str(tmp), DEFAULT_COLLECTION, model=model, device=device, create=True)
         store = index.store
-        report = index.add_files(found, show_progress=True)
+        report = index.add_files(files, show_progress=True)
         console.print(
             f"indexed {report.sentences} sentences with {index.encoder.model_name} in {report.seconds:.1f} s "
             f"({report.tokens_per_second:,.0f} tokens/s)\n",
             markup=False,
         )
         questions = sample_questions()
-        strat = index.resolve_strategy(strategy.lower() if strategy else None)
+        strat = index.resolve_strategy(strategy_name(strategy) if strategy else None)
         found = index.search_many([q.question for q in questions], k, strategy=strat)
         found_top = found_k = 0
         for q, passages in zip(questions, found, strict=True):

@@ -59,14 +59,19 @@ def query_command(
         raise typer.BadParameter(f"choose one of {', '.join(STRATEGIES)}", param_hint="--strategy")
     if mode is not None and mode.lower() not in MODES:
         raise typer.BadParameter(f"choose one of {', '.join(MODES)}", param_hint="--mode")
-    if (question is None) == (questions_file is None):
+    if question is not None and questions_file is None:
+        questions = [question]
+    elif question is None and questions_file is not None:
+        questions = _read_questions(questions_file)
+    else:
         raise typer.BadParameter("give either a QUESTION or --questions FILE", param_hint="QUESTION")
-    questions = [question] if question is not None else _read_questions(questions_file)
     if html_file is not None and len(questions) != 1:
         raise typer.BadParameter("--html writes the page of a single question", param_hint="--html")
 
+    from landmark_rag.expand.strategies import strategy_name
+
     index = open_query_index(db, collection, model=model, device=device)
-    strat = index.resolve_strategy(strategy.lower() if strategy is not None else None)
+    strat = index.resolve_strategy(strategy_name(strategy) if strategy is not None else None)
     strategy = type(strat).__name__.lower()
     mode = index.resolve_mode(mode.lower() if mode is not None else None)
     found = index.search_many(questions, k, strategy=strat, show_progress=len(questions) > 64, mode=mode)

@@ -74,8 +74,8 @@ def select(articles: Sequence[Article], spec: str | Sequence[str]) -> list[Artic
             if not item:
                 continue
             if m := _SLICE.fullmatch(item):
-                a, b = (int(x) if x is not None else None for x in m.groups())
-                take(arts[a:b])
+                start, stop = (int(x) if x is not None else None for x in m.groups())
+                take(arts[start:stop])
             elif _INDEX.fullmatch(item):
                 i = int(item)
                 if not -len(arts) <= i < len(arts):

@@ -30,7 +30,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from landmark_rag.distributed.cluster import cluster_resources, connect
 from landmark_rag.distributed.worker import EncodeWorker, load_identity
@@ -60,6 +60,7 @@ from landmark_rag.store import (
 )
 
 if TYPE_CHECKING:
+    import pyarrow
     import ray.data
 
 #: Default token budget of one encoding group inside a worker (the core's).
@@ -118,10 +119,14 @@ def ray_index(
     db = os.fspath(db)
     client = _open_client(db)
     found: FileSet | None = None
+    inputs: FileSet | ray.data.Dataset
     if isinstance(sources, ray.data.Dataset):
         _check_dataset(sources)  # before anything is created in the store
+        inputs = sources
     else:
-        found = find_files(sources, glob=glob, exclude=[] if is_server_url(db) else [Path(db).expanduser().resolve()])
+        found = inputs = find_files(
+            sources, glob=glob, exclude=[] if is_server_url(db) else [Path(db).expanduser().resolve()]
+        )
     try:
         existing = ChromaSentenceStore.open(collection_name=collection, client=client, create=False)
     except LookupError:
@@ -141,8 +146,7 @@ def ray_index(
         "collection": collection, "device": device, "threads": max(1, int(cpus_per_worker)),
         "batch_size": batch_size, "group_tokens": batch_tokens,
     }
-    report = _run(store, sources if found is None else found, worker_kwargs, remote_args, workers, max_retries,
-                  show_progress)
+    report = _run(store, inputs, worker_kwargs, remote_args, workers, max_retries, show_progress)
     report.seconds = time.perf_counter() - t_start
     if prune and not report.interrupted and found is not None and found.files:
         report.pruned = prune_missing(store, found.roots)
@@ -182,7 +186,8 @@ def _run(
     total = len(inputs.files) + len(inputs.skipped) if isinstance(inputs, FileSet) else None
     with _quiet_ray_data(), tracked_run(report, total=total, desc=f"indexing on ray ({workers} workers)",
                                        show_progress=show_progress, errors="report") as progress:
-        dataset, per_batch = inputs, MAX_ROWS_PER_BATCH
+        dataset: ray.data.Dataset | None
+        per_batch = MAX_ROWS_PER_BATCH
         if isinstance(inputs, FileSet):
             files, skipped = readable_files(inputs)
             for outcome in skipped:
@@ -190,12 +195,15 @@ def _run(
             rows = [{"doc_id": f.doc_id, "path": str(f.path), "root": str(f.root)} for f in files]
             per_batch = min(MAX_ROWS_PER_BATCH, math.ceil(len(rows) / (2 * workers))) if rows else 1
             dataset = ray.data.from_items(rows, override_num_blocks=math.ceil(len(rows) / per_batch)) if rows else None
+        else:
+            dataset = inputs
         if dataset is None:  # no files (or only duplicates): no actors are started
             return report
         out = _map(dataset, remote_args, max_retries, per_batch, workers, worker_kwargs)
         try:
             for batch in out.iter_batches(batch_format="pyarrow", batch_size=None):
-                for row in batch.to_pylist():
+                # typed as any batch format; batch_format="pyarrow" makes it a Table
+                for row in cast("pyarrow.Table", batch).to_pylist():
                     progress.add(_settle(store, state, row, worker_kwargs["db"] is None))
         except Exception as exc:
             # a store failure inside a worker arrives wrapped by Ray: stop as the core does

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from pathlib import Path
@@ -24,7 +25,9 @@ class Pooling(str, Enum):
 
     __hash__ = str.__hash__
     __str__ = str.__str__
-    __format__ = str.__format__
+
+    def __format__(self, format_spec: str) -> str:
+        return str.__format__(self, format_spec)
 
     @property
     def reduction(self) -> Pooling:
@@ -158,7 +161,7 @@ class LandmarkConfig:
         data.update(extra)
         return data
 
-    def save(self, directory: str | Path) -> None:
+    def save(self, directory: str | os.PathLike[str]) -> None:
         Path(directory, CONFIG_NAME).write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
 
     def identity(self) -> dict[str, Any]:

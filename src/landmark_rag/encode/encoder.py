@@ -132,6 +132,8 @@ class LandmarkEncoder:
         if encoder.config.lmk_is_new and encoder.lmk_id == encoder.tokenizer.unk_token_id:
             # a new landmark token its tokenizer was saved without: add it again; the weights
             # still are the files', so the fingerprint stands
+            if encoder.config.lmk_token is None:
+                raise ValueError("landmark_config.json sets lmk_is_new but names no lmk_token to add")
             fingerprint = encoder.config.weights_fingerprint
             encoder.add_landmark_token(encoder.config.lmk_token)
             encoder.config.weights_fingerprint = fingerprint
@@ -453,7 +455,7 @@ class LandmarkEncoder:
         non_blocking = self.device.type == "cuda"
         ids = batch.ids.to(self.device, non_blocking=non_blocking)
         mask = batch.mask.to(self.device, non_blocking=non_blocking)
-        index = batch.index.to(self.device, non_blocking=non_blocking)
+        index = batch.gather.to(self.device, non_blocking=non_blocking)
         with autocast(self.device, self.document_autocast if documents else None):
             hidden = last_hidden(model, ids, mask, self.layout)
         vecs = pool_gathered(hidden, index[0], index[1], index[2], mode)
@@ -476,7 +478,9 @@ class LandmarkEncoder:
         self._run_jobs(self.layout.query_jobs(texts), batch_size, out, self.layout.query_pooling, show_progress)
         return out[0]
 
-    def encode_texts(self, texts: Sequence[str], *, batch_size: int = 16, show_progress: bool = False) -> np.ndarray:
+    def encode_texts(
+        self, texts: Sequence[str], *, batch_size: int = 16, show_progress: bool | None = False
+    ) -> np.ndarray:
         """Embed standalone texts (no surrounding document), one vector per text.
 
         Each text is treated as its own document and its sentence vectors are averaged;
@@ -512,7 +516,8 @@ class _Packed(NamedTuple):
     jobs: list[Job]
     ids: torch.Tensor  # int64 [rows, width] (pinned on CUDA)
     mask: torch.Tensor  # int64 [rows, width]
-    index: torch.Tensor  # int64 [3, pooled]: row, span start, span end per pooled sentence, in job order
+    # not named ``index``: a NamedTuple field of that name would hide tuple.index
+    gather: torch.Tensor  # int64 [3, pooled]: row, span start, span end per pooled sentence, in job order
 
 
 class _GroupPlan(NamedTuple):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, get_args
 
 import numpy as np
 
@@ -158,7 +158,9 @@ STRATEGIES: dict[str, type[Front | Surround | Adaptive]] = {"front": Front, "sur
 
 
 def choose_strategy(
-    strategy: StrategyName | Strategy | None = None,
+    # any str: names are matched case-insensitively and an unknown one is a ValueError,
+    # so names read from configs and command lines need no narrowing to StrategyName first
+    strategy: str | Strategy | None = None,
     params: Mapping[str, int | float] | None = None,
     model: object | None = None,
 ) -> Strategy:
@@ -173,20 +175,27 @@ def choose_strategy(
     """
     if isinstance(strategy, Front | Surround | Adaptive):
         return replace(strategy, **params) if params else strategy  # type: ignore[arg-type]
-    if strategy is None:
-        config = getattr(model, "config", model)
-        strategy = getattr(config, "expansion", None) or "front"
-        params = params or getattr(config, "expansion_params", None) or {}
-    return _build(strategy, params or {})
+    if strategy is not None:
+        return _build(strategy, params or {})
+    config = getattr(model, "config", model)
+    name: str = getattr(config, "expansion", None) or "front"
+    return _build(name, params or getattr(config, "expansion_params", None) or {})
+
+
+def strategy_name(name: str) -> StrategyName:
+    """``name`` (in any case) as the strategy name it spells; an unknown name is a
+    ``ValueError``, as it is for :func:`choose_strategy`."""
+    key = str(name).lower()
+    for known in get_args(StrategyName):
+        if key == known:
+            return known
+    raise ValueError(f"unknown expansion strategy {name!r}; choose one of {sorted(STRATEGIES)}")
 
 
 def _build(name: str, params: Mapping[str, int | float]) -> Strategy:
     """The strategy called ``name`` with ``params``; unknown names and parameters are errors
     (a typo would otherwise silently fall back to a default)."""
-    try:
-        cls = STRATEGIES[str(name).lower()]
-    except KeyError:
-        raise ValueError(f"unknown expansion strategy {name!r}; choose one of {sorted(STRATEGIES)}") from None
+    cls = STRATEGIES[strategy_name(name)]
     known = {f.name for f in fields(cls)}
     unknown = sorted(set(params) - known)
     if unknown:

@@ -115,7 +115,8 @@ def _style_levels(document: Any, qn: Any) -> dict[str, int]:
             based_on[sid] = base.get(qn("w:val"))
     levels: dict[str, int] = {}
     for sid in set(own) | set(based_on):
-        seen, cur = set(), sid
+        seen: set[str] = set()
+        cur: str | None = sid
         while cur is not None and cur not in own and cur not in seen:  # inherit through basedOn
             seen.add(cur)
             cur = based_on.get(cur)

@@ -138,6 +138,8 @@ class BoundaryExpansionCompressor(CollectionAdapter, BaseDocumentCompressor):
         vector = index.encode_query(query) if rescore or index.strategy.needs_vectors else None
         hits = self._hits(docs)
         if rescore:
+            if vector is None:  # rescore encodes the query just above
+                raise RuntimeError("rescoring the hits needs the query vector")
             hits = index.rescore(vector, hits)
         passages = index.expand(hits, query=vector, k=self.k, order=self.order)
         return [passage_document(p) for p in passages]

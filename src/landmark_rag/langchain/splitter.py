@@ -88,6 +88,8 @@ class LandmarkTextSplitter(BaseDocumentTransformer):
         texts = [d.page_content for d in out]
         recent_sentences.add(texts)
         if vectors is not None:
+            if self.embeddings is None:  # _encode returns vectors only when there are embeddings
+                raise RuntimeError("sentence vectors were encoded without embeddings to hold them")
             owners = [str(d.metadata[DOC_ID]) for d in out]
             vectors_for(self.embeddings.encoder).put(texts, vectors, owners)
         return out

@@ -90,7 +90,10 @@ class LandmarkEmbedding(BaseEmbedding):
         if encoder is not None:
             model_name = model_name or encoder.model_name
             device = device or str(encoder.device)
-        super().__init__(model_name=model_name or default_model_name(), device=device, encoder_kwargs=overrides, **kwargs)
+        # pydantic's dataclass_transform gives super().__init__ the base's fields only, not these
+        super().__init__(  # type: ignore[call-arg]
+            model_name=model_name or default_model_name(), device=device, encoder_kwargs=overrides, **kwargs
+        )
         self._encoder = encoder
 
     @classmethod

@@ -79,7 +79,8 @@ class LandmarkNodeParser(NodeParser):
             raise ValueError("max_sentence_tokens needs a tokenizer to count tokens")
         if segmenter is not None:
             kwargs.setdefault("segmenter_name", _callable_name(segmenter))
-        super().__init__(max_sentence_tokens=max_sentence_tokens, **kwargs)
+        # pydantic's dataclass_transform gives super().__init__ the base's fields only, not this one
+        super().__init__(max_sentence_tokens=max_sentence_tokens, **kwargs)  # type: ignore[call-arg]
         self._segmenter = segmenter
         self._tokenizer = tokenizer
 

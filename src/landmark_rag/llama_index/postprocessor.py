@@ -79,15 +79,17 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
         # a name, a ready object, or None for what the model's landmark_config.json names;
         # kept as plain fields (name + parameters) so the postprocessor serialises
         chosen = choose_strategy(strategy, strategy_params, _model_config(kwargs.get("embed_model")))
-        super().__init__(
+        # pydantic's dataclass_transform gives super().__init__ the base's fields only, not these
+        super().__init__(  # type: ignore[call-arg]
             vector_store=vector_store,
             docstore=docstore,
             strategy=type(chosen).__name__.lower(),
             strategy_params=asdict(chosen),
             **kwargs,
         )
-        if count_tokens is None and self.embed_model is not None and hasattr(self.embed_model, "encoder"):
-            count_tokens = lambda text: self.embed_model.encoder.count_tokens(text)
+        embed_model = self.embed_model
+        if count_tokens is None and embed_model is not None and hasattr(embed_model, "encoder"):
+            count_tokens = lambda text: embed_model.encoder.count_tokens(text)
         # query vectors come from the query engine (QueryBundle) or embed_model, so the
         # index holds no encoder of its own
         self._index = LandmarkIndex(
@@ -145,8 +147,8 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
         retriever_score = {(node_doc_id(n.node), int(n.node.metadata[INDEX])): n.score for n in expandable}
         out = []
         for p in passages:
-            scores = [retriever_score.get((p.doc_id, i)) for i in p.hit_indices]
-            scores = [s for s in scores if s is not None]
+            found = [retriever_score.get((p.doc_id, i)) for i in p.hit_indices]
+            scores = [s for s in found if s is not None]
             score = max(scores) if scores else p.score
             p.score = float(score)
             out.append(NodeWithScore(node=passage_to_node(p), score=float(score)))

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from llama_index.core.bridge.pydantic import Field
-from llama_index.core.schema import BaseNode, NodeRelationship, TransformComponent
+from llama_index.core.schema import BaseNode, TransformComponent
 
 from landmark_rag.llama_index.convert import duplicate_id_message, is_sentence_node, node_doc_id, node_to_sentence
 from landmark_rag.llama_index.sources import chroma_collection
@@ -62,7 +62,8 @@ class ReplaceDocuments(TransformComponent):
     embed_model: Any = Field(default=None, exclude=True, description="The LandmarkEmbedding (identity check).")
 
     def __init__(self, vector_store: Any, embed_model: Any = None, **kwargs: Any) -> None:
-        super().__init__(vector_store=vector_store, embed_model=embed_model, **kwargs)
+        # pydantic's dataclass_transform gives super().__init__ the base's fields only, not these
+        super().__init__(vector_store=vector_store, embed_model=embed_model, **kwargs)  # type: ignore[call-arg]
 
     @classmethod
     def class_name(cls) -> str:
@@ -101,8 +102,8 @@ class ReplaceDocuments(TransformComponent):
                 for keys in (n.excluded_embed_metadata_keys, n.excluded_llm_metadata_keys):
                     if VERSION not in keys:
                         keys.append(VERSION)
-                for rel in (NodeRelationship.PREVIOUS, NodeRelationship.NEXT):
-                    info = n.relationships.get(rel)
+                # LlamaIndex's accessors: a single RelatedNodeInfo (or None), never a list
+                for info in (n.prev_node, n.next_node):
                     if info is not None and info.node_id in renamed:
                         info.node_id = renamed[info.node_id]
             self.vector_store.add(doc_nodes)

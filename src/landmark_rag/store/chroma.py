@@ -253,7 +253,7 @@ class ChromaSentenceStore(SentenceReads):
     def document_hash(self, doc_id: str) -> str | None:
         """Content hash of a completely stored document, else ``None`` (absent or interrupted)."""
         rec = self._manifest.records([doc_id]).get(doc_id)
-        return rec[DOC_HASH] if is_complete(rec) else None
+        return rec[DOC_HASH] if rec is not None and is_complete(rec) else None
 
     def document_text(self, doc_id: str) -> str | None:
         """The full text stored with a document, if it was stored."""

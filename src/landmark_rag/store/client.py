@@ -155,15 +155,16 @@ class Collections:
 
     def fresh(self) -> None:
         """Re-open a local store that another process changed since this one last looked."""
-        if self.local_path is None:
+        path = self.local_path
+        if path is None:
             return
-        now = _signature(self.local_path)
+        now = _signature(path)
         if now == self._seen:
             return
         with self._lock:
             if now == self._seen:
                 return
-            self._reopen()
+            self._reopen(path)
             # a write within the file clock's resolution may not move the mtime: a signature
             # taken that close to a write is not trusted, so the next read checks again
             self._seen = None if _recent(now) else now
@@ -198,14 +199,14 @@ class Collections:
         for i in range(0, len(ids), step):
             self.collection.delete(ids=list(ids[i : i + step]))
 
-    def _reopen(self) -> None:
+    def _reopen(self, path: str) -> None:
         import chromadb
         from chromadb.api.shared_system_client import SharedSystemClient
 
         # drop the shared (stale) system for this path without stopping it: other holders
         # of the old client keep working; this store gets a new client on fresh state
-        SharedSystemClient._identifier_to_system.pop(self.local_path, None)
-        client = chromadb.PersistentClient(path=self.local_path)
+        SharedSystemClient._identifier_to_system.pop(path, None)
+        client = chromadb.PersistentClient(path=path)
         self.collection = client.get_collection(self.collection.name, embedding_function=None)
         if self.manifest is not None:
             self.manifest = client.get_collection(self.manifest.name, embedding_function=None)

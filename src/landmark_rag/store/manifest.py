@@ -225,12 +225,15 @@ class Manifest:
         They count as the document's complete previous version, so they stay visible while
         the new version is written (a ``writing`` record would hide them).
         """
+        manifest = self._io.manifest
+        if manifest is None:  # the caller checks first: a store without a manifest has no records to adopt
+            raise RuntimeError("adopting sentences into the manifest needs a store with a manifest")
         got = self._io.collection.get(where={DOC_ID: doc_id}, include=["metadatas"])
         if not got["ids"]:
             return None
         md = dict(got["metadatas"][0] or {})
         record = {DOC_HASH: str(md.get(DOC_HASH, "")), STATE: COMPLETE, N_SENTENCES: len(got["ids"]), DIRTY: True}
-        self._io.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[record], documents=[""])
+        manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[record], documents=[""])
         return record
 
     def _commit(

@@ -7,6 +7,7 @@ command that reproduces the shipped model.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -149,10 +150,10 @@ class TrainConfig:
 
             data = yaml.safe_load(text) or {}
         elif path.suffix == ".toml":
-            try:
+            if sys.version_info >= (3, 11):
                 import tomllib
-            except ModuleNotFoundError:  # Python 3.10
-                import tomli as tomllib  # type: ignore[no-redef]
+            else:
+                import tomli as tomllib
             data = tomllib.loads(text)
         else:
             data = json.loads(text)

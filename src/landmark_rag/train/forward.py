@@ -142,7 +142,8 @@ def prepare_jobs(jobs: Sequence[Job], n_out: Sequence[int], pad_id: int, pin: bo
     out = PreparedJobs(ids, mask, torch.from_numpy(rows), torch.from_numpy(starts), torch.from_numpy(ends),
                        [int(n) for n in n_out])
     if pin:
-        out = PreparedJobs(*(t.pin_memory() for t in (out.ids, out.mask, out.rows, out.starts, out.ends)), out.counts)
+        out = PreparedJobs(out.ids.pin_memory(), out.mask.pin_memory(), out.rows.pin_memory(),
+                           out.starts.pin_memory(), out.ends.pin_memory(), out.counts)
     return out
 
 

@@ -8,6 +8,7 @@ distill_weight * (1 - cos(in-context vector, base model's standalone vector))``.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import logging
 import random
@@ -16,7 +17,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from tqdm.auto import tqdm
@@ -148,9 +149,15 @@ class Trainer:
             # record what "all-linear" resolved to as module-name suffixes (peft's matching
             # rule: the same modules), so train_config.json and adapter_config.json name
             # e.g. q/k/v/o/dense rather than every layer's path, and the run reproduces
-            peft_cfg = self.peft_model.peft_config["default"]
-            names = sorted({str(n).rsplit(".", 1)[-1] for n in peft_cfg.target_modules})
-            peft_cfg.target_modules = set(names)
+            # peft types its configs as the PeftConfig base; the adapter made above is a LoraConfig
+            peft_cfg = cast(LoraConfig, self.peft_model.peft_config["default"])
+            resolved = peft_cfg.target_modules
+            if resolved is None or isinstance(resolved, str):  # a str would be read letter by letter
+                raise RuntimeError(f"peft left the LoRA target modules unresolved: {resolved!r}")
+            names = sorted({str(n).rsplit(".", 1)[-1] for n in resolved})
+            # peft holds target_modules as a set (LoraConfig.__post_init__ makes one), though its
+            # annotation says list[str] | str
+            peft_cfg.target_modules = set(names)  # type: ignore[assignment]
             config = self.config = replace(config, lora_targets=names)
         if config.init_adapter:
             load_adapter_weights(self.peft_model, config.init_adapter, config)
@@ -180,8 +187,10 @@ class Trainer:
                         self.model.eval()
                         (vecs,) = pool_jobs(self._forward, *args)
                         self.model.train(was)
-                else:
+                elif self.teacher is not None:
                     (vecs,) = pool_jobs(hf_forward(self.teacher), *args)
+                else:  # _trainable_model sets one of the two
+                    raise RuntimeError("no distillation target: neither a LoRA model nor a frozen copy")
             for u, v in zip(missing, vecs, strict=True):
                 self._teacher_cache[u] = v.detach()
         return torch.stack([self._teacher_cache[u] for u in units])
@@ -262,6 +271,8 @@ class Trainer:
         stream, so it ends where an uninterrupted run of the same config would have.
         """
         cfg = self.config
+        if cfg.stages is None:  # plan_stages, in __init__, always decides them
+            raise RuntimeError("the training stages were not planned")
         start = self._resume(Path(resume)) if resume is not None else None
         if self.val_articles and start is None:
             self._validate("start")
@@ -282,7 +293,7 @@ class Trainer:
                 start = None
             with prefetch_steps(
                 self.builder(stage), done + stage.steps - self.step, self.rng,
-                lambda batch, stage=stage: self.prepare_batch(batch, stage),
+                functools.partial(self.prepare_batch, stage=stage),
             ) as steps:
                 self._run_stage(si, stage, schedule, steps, done + stage.steps, bar)
             done += stage.steps
@@ -428,6 +439,8 @@ def load_adapter_weights(peft_model: Any, adapter: str, config: TrainConfig) -> 
 
     path = Path(resolve(adapter).path)
     cfg = json.loads((path / "adapter_config.json").read_text())
+    if config.lora_targets is None:  # the trainer records what "all-linear" resolved to first
+        raise ValueError("loading adapter weights needs the run's LoRA target modules resolved")
     if (cfg.get("r"), cfg.get("lora_alpha"), sorted(cfg.get("target_modules") or [])) != (
         config.lora_r,
         config.lora_alpha,

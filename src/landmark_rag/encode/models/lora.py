@@ -65,14 +65,14 @@ def merge_lora(model: Any, adapter_dir: str | Path) -> Any:
         merged += 1
     if tokens:
         # trained rows of the input embeddings (a new [LMK] token): peft stores their values
-        key = next((k for k in weights if k.endswith("token_adapter.trainable_tokens_delta")), None)
-        if key is None or weights[key].shape[0] != len(tokens):
+        delta_key = next((k for k in weights if k.endswith("token_adapter.trainable_tokens_delta")), None)
+        if delta_key is None or weights[delta_key].shape[0] != len(tokens):
             raise ValueError(f"adapter in {adapter_dir} names trainable tokens {tokens} but holds no rows for them")
         emb = model.get_input_embeddings().weight
         if max(tokens) >= emb.shape[0]:
             raise ValueError(f"adapter trains token {max(tokens)}, beyond the model's {emb.shape[0]} embeddings")
         with torch.no_grad():
-            emb[torch.as_tensor(tokens)] = weights[key].to(device=emb.device, dtype=emb.dtype)
+            emb[torch.as_tensor(tokens)] = weights[delta_key].to(device=emb.device, dtype=emb.dtype)
     if not merged:
         raise ValueError(f"no LoRA weights found in {adapter_dir}")
     return model

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from landmark_rag.encode.config import CONFIG_NAME, LandmarkConfig
+from landmark_rag.encode.config import CONFIG_NAME, LandmarkConfig, Pooling
 from landmark_rag.errors import LandmarkRagError
 
 #: Where the trained weights shipped inside the package live: data, not code, so the folder is
@@ -206,11 +206,11 @@ def plain_model_config(source: ModelSource) -> LandmarkConfig:
         except (OSError, ValueError):
             causal = False
     if causal:
-        return LandmarkConfig(pooling="landmark", query_pooling="landmark", causal=True)
+        return LandmarkConfig(pooling=Pooling.LANDMARK, query_pooling=Pooling.LANDMARK, causal=True)
     # a context-free hit is the most relevant sentence itself, not the end of a span:
     # one sentence either side covers more answers than Front-3 at the same cost
     # (docs/benchmarks.md, "Boundary expansion strategies")
-    return LandmarkConfig(pooling="sentence", query_pooling="mean", causal=False, expansion="surround")
+    return LandmarkConfig(pooling=Pooling.SENTENCE, query_pooling=Pooling.MEAN, causal=False, expansion="surround")
 
 
 def model_config(model: str | None = None) -> LandmarkConfig | None:

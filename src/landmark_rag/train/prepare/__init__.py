@@ -77,7 +77,9 @@ def prepare(
 def _convert(recipe: Recipe, source: Source, paths: list[Path]) -> tuple[list[Article], Counter[str]]:
     """A source's documents minus the excluded ones (and minus repeats of a title already kept)."""
     convert = CONVERTERS[source.format]
-    kept, excluded, seen = [], Counter(), set()
+    kept: list[Article] = []
+    excluded: Counter[str] = Counter()
+    seen: set[str] = set()
     for doc in convert(sorted(paths), source.name, source.domain):
         reason = exclusion_reason(recipe, doc.title)
         if reason is None and source.role == "documents":

@@ -54,7 +54,7 @@ def pseudo_documents(
     while i < len(order):
         group = [positives[j] for j in order[i : i + rng.randint(*positives_per_document)]]
         i += len(group)
-        fillers = []
+        fillers: list[Passage] = []
         for _ in range(rng.randint(*distractors_per_document) if distractors else 0):
             if not pool:
                 pool = list(range(len(distractors)))
@@ -67,7 +67,10 @@ def pseudo_documents(
 
 
 def _join(doc_id: str, parts: Sequence[Passage], source: str) -> Article:
-    texts, spans, questions, offset = [], [], [], 0
+    texts: list[str] = []
+    spans: list[tuple[int, int]] = []
+    questions: list[Question] = []
+    offset = 0
     for text, qs in parts:
         if texts:
             offset += len(PARAGRAPH_SEPARATOR)
