@@ -43,7 +43,7 @@ def demo_command(
         console.print(Text(f"Sample corpus: {len(files.files)} documents in {corpus_dir()}", style="bold"))
         console.print(CORPUS_NOTE, markup=False)
         index = open_index(str(tmp), DEFAULT_COLLECTION, model=model, device=device, create=True)
-        store = index.store
+        store = index.sentence_store
         report = index.add_files(files, show_progress=True)
         console.print(
             f"indexed {report.sentences} sentences with {index.encoder.model_name} in {report.seconds:.1f} s "

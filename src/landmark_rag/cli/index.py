@@ -81,16 +81,16 @@ def index_command(
                        create=True, lazy=True, compile_model=compile_model)
     index.record_identity()  # a writer marks the collection with its model before writing
     if not quiet:
-        source = recorded_model(index.store)[0]
+        source = recorded_model(index.sentence_store)[0]
         loaded = index.loaded_encoder
-        name = loaded.model_name if loaded is not None else index.store.identity().get("model_name") or source
+        name = loaded.model_name if loaded is not None else index.sentence_store.identity().get("model_name") or source
         err_console.print(f"model {name} ({source}), {len(found.files)} files, store {db} [{collection}]", markup=False)
     try:
         with model_errors(model):
             report = index.add_files(found, prune=prune, batch_size=batch_size, show_progress=not quiet)
         if index.loaded_encoder is not None and not report.interrupted:
             export_for_queries(index.loaded_encoder)  # the model is loaded now: later cold queries skip torch
-        _finish(report, index.store)
+        _finish(report, index.sentence_store)
     except StoreError as exc:
         _store_failed(exc)
 

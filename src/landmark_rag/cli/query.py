@@ -75,7 +75,7 @@ def query_command(
     strategy = type(strat).__name__.lower()
     mode = index.resolve_mode(mode.lower() if mode is not None else None)
     found = index.search_many(questions, k, strategy=strat, show_progress=len(questions) > 64, mode=mode)
-    results = [(q, passages, _hits(index.store, passages)) for q, passages in zip(questions, found, strict=True)]
+    results = [(q, passages, _hits(index.sentence_store, passages)) for q, passages in zip(questions, found, strict=True)]
     if model is None:  # the store's own model, loaded the slow way: the next cold query need not
         export_for_queries(index.encoder)
 
@@ -172,7 +172,7 @@ def _write_html(path: Path, index, result, *, subtitle: str) -> None:
 
     question, passages, hits = result
     page = render_page(
-        question, passages, hits, document_views(index.store, passages, index.encode_query(question)),
+        question, passages, hits, document_views(index.sentence_store, passages, index.encode_query(question)),
         sources=[passage_source(p) for p in passages], subtitle=subtitle,
     )
     path.parent.mkdir(parents=True, exist_ok=True)

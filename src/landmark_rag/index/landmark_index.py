@@ -124,7 +124,7 @@ class LandmarkIndex:
     def _encoder_ready(self, encoder: QueryEncoder) -> None:
         """A reader compares the encoder with the store's identity, never records it."""
         if _identity(self.store):
-            self._store().check_identity(encoder.config.identity(), record=False)
+            self.sentence_store.check_identity(encoder.config.identity(), record=False)
             self._identity_recorded = True
 
     # ------------------------------------------------------------------ opening
@@ -220,9 +220,11 @@ class LandmarkIndex:
             )
         return encoder
 
-    def _store(self) -> SentenceStore:
-        """The store as something to write and search: an index built over a plain sentence
-        source (a framework's docstore) can only expand and re-score hits."""
+    @property
+    def sentence_store(self) -> SentenceStore:
+        """:attr:`store` as something to write and search (``TypeError`` for an index built
+        over a plain sentence source such as a framework's docstore, which can only expand and
+        re-score hits)."""
         if not isinstance(self.store, SentenceStore):
             raise TypeError(
                 f"this LandmarkIndex reads sentences from a {type(self.store).__name__}, which can expand and "
@@ -272,7 +274,7 @@ class LandmarkIndex:
         if self._lexical is None:
             from landmark_rag.store.lexical import StoreLexicalIndex
 
-            self._lexical = StoreLexicalIndex(self._store(), language=self.fusion.language, cache_dir=self._lexical_cache)
+            self._lexical = StoreLexicalIndex(self.sentence_store, language=self.fusion.language, cache_dir=self._lexical_cache)
         return self._lexical
 
     def resolve_mode(self, mode: Mode | str | None = None) -> Mode:
@@ -340,7 +342,7 @@ class LandmarkIndex:
         def encoder() -> DocumentEncoder:
             return DocumentEncoder(encode) if encode is not None else DocumentEncoder.of(self._sentence_encoder(), batch_size)
 
-        write_documents(self._store(), documents, encoder, skip_unchanged=skip_unchanged, errors="raise",
+        write_documents(self.sentence_store, documents, encoder, skip_unchanged=skip_unchanged, errors="raise",
                         total=len(documents), desc="adding", show_progress=show_progress)
         return [d.doc_id for d in documents]
 
@@ -373,7 +375,7 @@ class LandmarkIndex:
         that does not exist raises ``FileNotFoundError`` before anything is written.
         ``show_progress``: ``None`` shows the bar once the run has taken a few seconds.
         """
-        store = self._store()
+        store = self.sentence_store
         local = getattr(store, "local_path", None)
         found = paths if isinstance(paths, FileSet) else find_files(paths, glob=glob, exclude=[local] if local else [])
         self.record_identity()
@@ -400,12 +402,12 @@ class LandmarkIndex:
         self.record_identity()
         for i, doc in enumerate(docs):
             source = SourceDocument(str(doc.doc_id), doc.text, dict((metadatas[i] if metadatas else None) or {}))
-            store_document(self._store(), stored_form(source, doc))
+            store_document(self.sentence_store, stored_form(source, doc))
         return [str(d.doc_id) for d in docs]
 
     def delete(self, doc_ids: Sequence[str]) -> int:
         """Remove documents and all their sentences; returns how many sentences went."""
-        store = self._store()
+        store = self.sentence_store
         return sum(store.delete_document(str(doc_id)) for doc_id in doc_ids)
 
     def record_identity(self) -> None:
@@ -419,7 +421,7 @@ class LandmarkIndex:
         if self._encoder is None and self._load_encoder is not None and _records_model(self.store):
             self._identity_recorded = True  # nothing to record; the encoder is checked when it loads
             return
-        store = self._store()
+        store = self.sentence_store
         store.check_identity(self.encoder.config.identity())
         if self._source is not None:
             record_model(store, self._source, self.encoder.dim)
@@ -511,7 +513,7 @@ class LandmarkIndex:
     def _sources(self, mode: Mode) -> Sources:
         """What a search of ``mode`` reads (the lexical index only when the mode uses it: it is
         built from the store on first use)."""
-        return Sources(self._store(), self.lexical if mode != "dense" else None, self.fusion)
+        return Sources(self.sentence_store, self.lexical if mode != "dense" else None, self.fusion)
 
     def _passages(
         self,
