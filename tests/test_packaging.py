@@ -64,6 +64,9 @@ def test_built_wheel_holds_the_leaves_and_no_namespace_init(tmp_path):
     for ns in NAMESPACES:
         assert f"{ns}/__init__.py" not in names
     assert any(n.startswith("landmark_rag/samples/corpus/") for n in names)
+    # the shipped trained weights (data beside the code), current and earlier releases
+    for model in ("landmark-minilm", "landmark-minilm-lmk", "landmark-mpnet", "previous/landmark-minilm-v1"):
+        assert f"landmark_rag/weights/{model}/adapter_model.safetensors" in names, model
     assert not any(n.startswith("data/") for n in names)  # the 2.3 MB data file is for clones, not installs
 
 
