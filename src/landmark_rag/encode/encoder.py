@@ -20,6 +20,7 @@ from landmark_rag.encode.models.fingerprint import weights_fingerprint
 from landmark_rag.encode.models.loading import load_pretrained
 from landmark_rag.encode.pooling import last_hidden, pool_gathered
 from landmark_rag.encode.runtime.malloc import pin_mmap_threshold
+from landmark_rag.encode.runtime.padding import broadcast_padding_dtype
 from landmark_rag.encode.runtime.parallel import Prefetch, auto_workers, run_batches
 from landmark_rag.encode.runtime.precision import autocast
 from landmark_rag.encode.untrained import warn_untrained_landmark
@@ -456,8 +457,11 @@ class LandmarkEncoder:
         ids = batch.ids.to(self.device, non_blocking=non_blocking)
         mask = batch.mask.to(self.device, non_blocking=non_blocking)
         index = batch.gather.to(self.device, non_blocking=non_blocking)
+        # a padded batch's mask as keys only, where the model was checked to read it so
+        # (``encode.runtime.padding``): the model then skips expanding it to [B, 1, W, W]
+        broadcast = broadcast_padding_dtype(self.model, self.layout) if batch.padded else None
         with autocast(self.device, self.document_autocast if documents else None):
-            hidden = last_hidden(model, ids, mask, self.layout)
+            hidden = last_hidden(model, ids, mask, self.layout, key_padding=broadcast)
         vecs = pool_gathered(hidden, index[0], index[1], index[2], mode)
         vecs = vecs / vecs.norm(dim=-1, keepdim=True).clamp_min(1e-12)
         return vecs.cpu().numpy()
@@ -518,6 +522,7 @@ class _Packed(NamedTuple):
     mask: torch.Tensor  # int64 [rows, width]
     # not named ``index``: a NamedTuple field of that name would hide tuple.index
     gather: torch.Tensor  # int64 [3, pooled]: row, span start, span end per pooled sentence, in job order
+    padded: bool  # whether any row is shorter than the batch (read on the host: no device sync)
 
 
 class _GroupPlan(NamedTuple):
@@ -545,7 +550,7 @@ def _pack(jobs: list[Job], pad_id: int, pin: bool) -> _Packed:
         index_np[1, k : k + m] = job.starts
         index_np[2, k : k + m] = job.ends
         k += m
-    return _Packed(jobs, ids, mask, index)
+    return _Packed(jobs, ids, mask, index, bool(lengths.min() < width))
 
 
 def _groups(docs: Iterable[_Document], group_tokens: int = _GROUP_TOKENS) -> Iterator[tuple[list[_Document], int]]:
