@@ -6,10 +6,12 @@ rest of that preparation is Python (sentence records, id arrays, cutting long se
 so is every forward pass's dispatch: on one GIL they take turns. In a worker process the
 segmentation and tokenisation of upcoming documents take nothing from this process's GIL.
 
-Off unless asked for: on the one machine it could be measured on (2 cores, 96 documents, the
-24 SQuAD articles x 4, through a 1-layer model) it gained nothing beyond noise, the cores
-being busy either way (docs/benchmarks.md, "Indexing throughput on a GPU"). It is meant for
-a host with cores to spare next to a GPU, where it is yet to be measured.
+Off unless asked for. On the one machine it could be measured on (2 cores, busy either way;
+docs/benchmarks.md, "Indexing throughput on a GPU") it was ahead or level in 6 paired runs of
+96 documents (the 24 SQuAD articles x 4) through a 1-layer model, 0.51-0.55 of one tokenizer
+thread against 0.48-0.55, but behind with 24 or 48 documents and with a forward pass that
+costs nothing. It is meant for a host with cores to spare next to a GPU, where it is yet to
+be measured.
 
 What runs there: segmentation with the default segmenter (sentencex) and
 ``encode.prepare.measure_documents``, the very code the encoder runs when it prepares a
@@ -73,7 +75,7 @@ def wanted(setting: bool | None) -> bool:
     """Whether a large call prepares its documents in the worker: never where the environment
     switch says no or there are no POSIX pipes to hand over; else ``setting`` (the encoder's
     ``prepare_process``) when given, else where the switch says yes. Not by default: on the
-    one machine it was measured on (2 cores) it gained nothing (see the module)."""
+    one machine it was measured on (2 cores) it gained as often as it lost (see the module)."""
     env = os.environ.get(ENV_SWITCH, "").strip().lower()
     if env in _OFF or os.name != "posix":
         return False
