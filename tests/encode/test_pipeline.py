@@ -1,16 +1,21 @@
-"""The producer thread that prepares group n + 1 while group n encodes (``runtime.parallel.Prefetch``):
-nothing lost, duplicated or reordered; an error surfaces as itself, where it happened; the thread ends."""
+"""The producer thread that prepares group n + 1 while group n encodes (``runtime.parallel.Prefetch``),
+and the worker process that may segment and tokenise for it (``runtime.process``): nothing lost,
+duplicated or reordered; an error surfaces as itself, where it happened; the thread ends."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
 import numpy as np
+import prepare_faults
 import pytest
 
 from landmark_rag.encode import encoder as encoder_module
+from landmark_rag.encode.runtime import process
 from landmark_rag.encode.runtime.parallel import Prefetch
+from landmark_rag.segment.tokens import text_tokenizer
 
 
 def _producers() -> list[threading.Thread]:
@@ -122,3 +127,128 @@ def test_an_error_in_the_middle_surfaces_as_itself(tiny_encoder, monkeypatch) ->
     _wait_gone()
     # and the encoder works on afterwards
     assert len(enc.encode_documents([docs[2]])[0]) == 1
+
+
+# ---------------------------------------------------------------------- the preparation process
+# (encode/runtime/process.py): a large call's documents segmented and tokenised in a worker
+# process; the same documents, in order, nothing lost, errors surfacing as themselves
+
+
+@pytest.fixture
+def worker_restarts(monkeypatch):
+    monkeypatch.setattr(process, "_STARTS", 0)
+    yield
+    process.close_shared_worker()
+
+
+def _ready_worker(enc) -> process.PreparationWorker:
+    """This process's worker once it is up and has the encoder's tokenizer (until then an
+    encoder prepares its chunks itself, which these tests want to see it not do)."""
+    worker = process.shared_worker()
+    assert worker is not None
+    tt = text_tokenizer(enc.tokenizer)
+    deadline = time.monotonic() + 60
+    while worker.tokenizer_key(tt) is None:
+        assert worker.alive and time.monotonic() < deadline, "the preparation process did not come up"
+        time.sleep(0.02)
+    return worker
+
+
+def _many_docs() -> list[str]:
+    cut = "an unpunctuated run of words that no segmenter can split " * 12  # cut to fit a window
+    return [d for d in _docs() if "chronicle" not in d] * 3 + [cut, "", _docs()[0]]
+
+
+def _same(a, b) -> None:
+    assert [d.doc_id for d in a] == [d.doc_id for d in b]
+    for x, y in zip(a, b, strict=True):
+        assert x.text == y.text and x.sentences == y.sentences and x.tokens == y.tokens
+        np.testing.assert_array_equal(x.embeddings, y.embeddings)
+
+
+def test_the_worker_process_prepares_the_same_documents(tiny_encoder, monkeypatch, worker_restarts) -> None:
+    enc = tiny_encoder(max_length=64)
+    docs = _many_docs()
+    ids = [f"d{i}" for i in range(len(docs))]
+    monkeypatch.setattr(encoder_module, "_GROUP_TOKENS", 300)
+    monkeypatch.setattr(encoder_module, "_PREPARE_CHARS", 1500)  # many chunks, several in flight
+    enc.prepare_process = False
+    here = enc.encode_documents(docs, doc_ids=ids, batch_size=3)
+    assert max(len(s.text) for d in here for s in d.sentences) < len(docs[-3])  # the run was cut
+    enc.prepare_process = True
+    worker = _ready_worker(enc)
+    sent: list[str] = []
+    submit = worker.submit
+    monkeypatch.setattr(worker, "submit", lambda target, *args: sent.append(target) or submit(target, *args))
+    there = enc.encode_documents(docs, doc_ids=ids, batch_size=3)
+    assert sent.count(process.TASK) >= 4  # every chunk went there
+    _same(there, here)
+    _wait_gone()
+
+
+def test_the_worker_imports_neither_torch_nor_the_callers_main(tiny_encoder, worker_restarts) -> None:
+    worker = _ready_worker(tiny_encoder(max_length=64))
+    names = ["torch", "transformers", "__mp_main__", "landmark_rag.encode.encoder"]
+    assert worker.submit("prepare_faults:loaded", names).result(timeout=60) == []
+
+
+def test_worker_tasks_come_back_in_order_with_their_own_errors(tiny_encoder, worker_restarts) -> None:
+    worker = _ready_worker(tiny_encoder(max_length=64))
+    futures = [worker.submit("json:loads", text) for text in ("1", "[2]", "{not json", '"four"')]
+    assert futures[0].result(timeout=60) == 1 and futures[1].result(timeout=60) == [2]
+    with pytest.raises(json.JSONDecodeError) as info:
+        futures[2].result(timeout=60)
+    assert any("raised in the preparation process" in note for note in info.value.__notes__)
+    assert futures[3].result(timeout=60) == "four"
+
+
+def test_an_error_in_the_worker_surfaces_as_itself(tiny_encoder, monkeypatch, worker_restarts) -> None:
+    enc = tiny_encoder(max_length=64)
+    enc.prepare_process = True
+    monkeypatch.setattr(encoder_module, "_GROUP_TOKENS", 50)
+    monkeypatch.setattr(encoder_module, "_PREPARE_CHARS", 1500)
+    _ready_worker(enc)
+    monkeypatch.setattr(process, "TASK", "prepare_faults:prepare_or_fail")
+    with pytest.raises(prepare_faults.ChunkFailed, match="chronicle"):
+        enc.encode_documents(_docs())
+    _wait_gone()
+    docs = _many_docs()
+    with pytest.raises(TypeError, match="must be str"):
+        enc.encode_documents([*docs[:6], b"bytes", *docs[6:]])  # type: ignore[list-item]
+    _wait_gone()
+    monkeypatch.undo()
+    enc.prepare_process = False
+    here = enc.encode_documents(docs)
+    enc.prepare_process = True
+    _same(enc.encode_documents(docs), here)  # and it works on afterwards
+
+
+def test_a_worker_that_ends_mid_way_loses_nothing(tiny_encoder, monkeypatch, caplog, worker_restarts) -> None:
+    enc = tiny_encoder(max_length=64)
+    monkeypatch.setattr(encoder_module, "_GROUP_TOKENS", 50)
+    monkeypatch.setattr(encoder_module, "_PREPARE_CHARS", 1500)
+    docs = _docs() * 2
+    enc.prepare_process = False
+    here = enc.encode_documents(docs)
+    enc.prepare_process = True
+    first = _ready_worker(enc)
+    monkeypatch.setattr(process, "TASK", "prepare_faults:prepare_or_die")
+    with caplog.at_level("WARNING", logger="landmark_rag.encode.encoder"):
+        there = enc.encode_documents(docs)
+    _same(there, here)
+    assert "preparation process ended" in caplog.text and not first.alive
+    _wait_gone()
+    second = _ready_worker(enc)  # the next large call has a worker again
+    assert second.alive and second.pid != first.pid
+
+
+@pytest.mark.parametrize(
+    ("env", "setting", "expected"),
+    [(None, None, False), ("1", None, True), (None, True, True), ("on", False, False), ("0", True, False), ("off", None, False)],
+)
+def test_the_switch(monkeypatch, env, setting, expected) -> None:
+    if env is None:
+        monkeypatch.delenv(process.ENV_SWITCH, raising=False)
+    else:
+        monkeypatch.setenv(process.ENV_SWITCH, env)
+    assert process.wanted(setting) is expected

@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -15,17 +17,21 @@ import torch
 from tqdm.auto import tqdm
 
 from landmark_rag.encode.config import LandmarkConfig, Pooling
-from landmark_rag.encode.layout import Job, Layout, sentence_pieces, token_id
+from landmark_rag.encode.layout import Job, Layout, token_id
 from landmark_rag.encode.models.fingerprint import weights_fingerprint
 from landmark_rag.encode.models.loading import load_pretrained
 from landmark_rag.encode.pooling import last_hidden, pool_gathered
+from landmark_rag.encode.prepare import measure_documents
+from landmark_rag.encode.runtime import process as prepare_process
 from landmark_rag.encode.runtime.malloc import pin_mmap_threshold
+from landmark_rag.encode.runtime.padding import broadcast_padding_dtype
 from landmark_rag.encode.runtime.parallel import Prefetch, auto_workers, run_batches
 from landmark_rag.encode.runtime.precision import autocast
 from landmark_rag.encode.untrained import warn_untrained_landmark
 from landmark_rag.progress import bar_options
 from landmark_rag.segment import Segmenter, segment_sentences
-from landmark_rag.segment.segment import sentence_spans, split_measured
+from landmark_rag.segment.segment import sentence_spans
+from landmark_rag.segment.spans import sentences_at
 from landmark_rag.segment.tokens import text_tokenizer
 from landmark_rag.types import EncodedDocument, Sentence
 
@@ -38,6 +44,8 @@ _GROUP_TOKENS = 1 << 17
 #: Characters (and documents) whose sentences are tokenised in one tokenizer call.
 _PREPARE_CHARS = 1 << 18
 _PREPARE_DOCS = 256
+#: Chunks sent to the preparation process beyond the one awaited (bounds what is in flight).
+_PREPARE_AHEAD = 2
 
 
 class _FromLayout:
@@ -94,6 +102,10 @@ class LandmarkEncoder:
         self.document_autocast: torch.dtype | None = None
         #: batches encoded concurrently on CPU (``encode.runtime.parallel``); ``None``: automatic
         self.workers: int | None = None
+        #: whether a large ``encode_documents`` call segments and tokenises its documents in a
+        #: worker process (``encode.runtime.process``); ``None``: as ``LANDMARK_RAG_PREPARE_PROCESS``
+        #: says (off unless it says 1)
+        self.prepare_process: bool | None = None
         pin_mmap_threshold()  # long documents: flat memory instead of glibc's creep (runtime/malloc.py)
 
     # ------------------------------------------------------------------ construction
@@ -279,14 +291,18 @@ class LandmarkEncoder:
         results: list[EncodedDocument] = []
         bar = tqdm(total=n, desc="encoding", unit="doc", **bar_options(show_progress))
         t0, tokens_done = time.perf_counter(), 0
-        docs = self._prepare_all(zip(texts, doc_ids, given, strict=True), segmenter)
-        # group n + 1 is segmented, tokenised, planned and padded on a producer thread while
-        # group n runs on the device (``Prefetch``: order kept, errors raised where they occur)
+        # a call that fits one group (about 4 characters a token) has nothing to overlap
+        several = sum(len(t) for t in texts if isinstance(t, str)) > 4 * group_tokens
+        worker = None
+        if several and segmenter is None and sentences is None and prepare_process.wanted(self.prepare_process):
+            worker = prepare_process.shared_worker()
+        docs = self._prepare_all(zip(texts, doc_ids, given, strict=True), segmenter, worker)
+        # group n + 1 is segmented, tokenised, planned and padded on a producer thread (its
+        # segmentation and tokenisation in a worker process, where there is one) while group n
+        # runs on the device (``Prefetch``: order kept, errors raised where they occur)
         planned = (
             self._plan_group(group, tokens, batch_size, batch_tokens) for group, tokens in _groups(docs, group_tokens)
         )
-        # a call that fits one group (about 4 characters a token) has nothing to overlap
-        several = sum(len(t) for t in texts if isinstance(t, str)) > 4 * group_tokens
         with Prefetch(planned, depth=1, thread=several) as groups:
             for plan in groups:
                 results.extend(self._encode_group(plan))
@@ -317,27 +333,74 @@ class LandmarkEncoder:
         return int(min(max(free // 4 // per_token, self.max_length), 1 << 18))
 
     def _prepare_all(
-        self, docs: Iterable[tuple[str, str | None, Sequence[Sentence] | None]], segmenter: Segmenter | None
+        self,
+        docs: Iterable[tuple[str, str | None, Sequence[Sentence] | None]],
+        segmenter: Segmenter | None,
+        worker: prepare_process.PreparationWorker | None = None,
     ) -> Iterator[_Document]:
         """Documents ready to lay out, in order, their sentences tokenised a chunk of documents
-        at a time (one tokenizer call for many short documents)."""
-        chunk: list[tuple[str, str | None, Sequence[Sentence] | None]] = []
-        chars = 0
-        for doc in docs:
-            chunk.append(doc)
-            chars += len(doc[0]) if isinstance(doc[0], str) else 0
-            if chars >= _PREPARE_CHARS or len(chunk) >= _PREPARE_DOCS:
+        at a time (one tokenizer call for many short documents); with ``worker``, chunks are
+        segmented and tokenised there, up to :data:`_PREPARE_AHEAD` ahead of the one awaited,
+        and here whenever it is not ready or does not deliver."""
+        chunks = _chunks(docs)
+        if worker is None:
+            for chunk in chunks:
                 yield from self._prepare(chunk, segmenter)
-                chunk, chars = [], 0
-        if chunk:
-            yield from self._prepare(chunk, segmenter)
+            return
+        tt = text_tokenizer(self.tokenizer)
+        pending: deque[tuple[list[_Input], Future[Any] | None]] = deque()
+        warned = False
 
-    def _prepare(
-        self, chunk: list[tuple[str, str | None, Sequence[Sentence] | None]], segmenter: Segmenter | None
+        def receive() -> list[_Document]:
+            nonlocal warned
+            chunk, future = pending.popleft()
+            try:
+                return self._receive_chunk(chunk, future, segmenter)
+            except prepare_process.WorkerGone as exc:  # nothing lost: this chunk is prepared here
+                if not warned:
+                    logger.warning("%s; preparing the rest of this call's documents here", exc)
+                    warned = True
+                return self._prepare(chunk, segmenter)
+
+        for chunk in chunks:
+            pending.append((chunk, self._send_chunk(worker, tt, chunk)))
+            if len(pending) > _PREPARE_AHEAD:
+                yield from receive()
+        while pending:
+            yield from receive()
+
+    def _send_chunk(
+        self, worker: prepare_process.PreparationWorker, tt: Any, chunk: list[_Input]
+    ) -> Future[Any] | None:
+        """The worker's future for ``chunk``, or ``None``: prepared here (the worker is not
+        ready, or a text is not a str, whose error is raised here when its chunk is due)."""
+        if not all(isinstance(text, str) for text, _, _ in chunk):
+            return None
+        key = worker.tokenizer_key(tt)
+        if key is None:
+            return None
+        return worker.submit(
+            prepare_process.TASK, key, [text for text, _, _ in chunk], self.max_sentence_tokens, self.causal
+        )
+
+    def _receive_chunk(
+        self, chunk: list[_Input], future: Future[Any] | None, segmenter: Segmenter | None
     ) -> list[_Document]:
+        """``chunk``'s documents: from the worker's ``future`` (whose exception, raised there,
+        is raised here; ``WorkerGone`` when it ended first), or prepared here."""
+        if future is None:
+            return self._prepare(chunk, segmenter)
+        out = []
+        for (text, doc_id, _), (spans, ids, lengths) in zip(chunk, future.result(), strict=True):
+            toks = np.split(ids, np.cumsum(lengths)[:-1]) if len(lengths) else []
+            sents = sentences_at(text, spans.tolist(), doc_id)
+            out.append(_Document(text, doc_id, sents, self.layout.cap_ids(toks), int(lengths.sum())))
+        return out
+
+    def _prepare(self, chunk: list[_Input], segmenter: Segmenter | None) -> list[_Document]:
         """Documents' sentences (given, or segmented here) and their token ids.
 
-        Segmentation measures each sentence as the layout tokenises it (:func:`sentence_pieces`),
+        Segmentation measures each sentence as the layout tokenises it (``encode.prepare``),
         so that one tokenisation gives both the cut decision and the layout's ids; only the
         pieces of a cut sentence are tokenised again."""
         sentence_lists: list[list[Sentence]] = []
@@ -350,25 +413,14 @@ class LandmarkEncoder:
                 sents = sentence_spans(text, segmenter, doc_id)
             _check_sentences(text, sents)
             sentence_lists.append(sents)
-        pieces = [
-            p for sents in sentence_lists for p in sentence_pieces(
-                [s.text for s in sents], [s.space_before for s in sents], self.causal)
+        measured = measure_documents(
+            [text for text, _, _ in chunk], sentence_lists, self.tokenizer, self.max_sentence_tokens, self.causal,
+            cut=[given is None for _, _, given in chunk], doc_ids=[doc_id for _, doc_id, _ in chunk],
+        )
+        return [
+            _Document(text, doc_id, sents, self.layout.cap_ids(ids), sum(len(x) for x in ids))
+            for (text, doc_id, _), (sents, ids) in zip(chunk, measured, strict=True)
         ]
-        limit = self.max_sentence_tokens
-        ids, offsets = text_tokenizer(self.tokenizer).measure(pieces, offsets_over=limit)
-        out: list[_Document] = []
-        at = 0
-        for (text, doc_id, given), sents in zip(chunk, sentence_lists, strict=True):
-            n = len(sents)
-            doc_ids = ids[at : at + n]
-            if given is None and any(len(x) > limit for x in doc_ids):
-                first = (doc_ids, {k - at: v for k, v in offsets.items() if at <= k < at + n})
-                sents, doc_ids = split_measured(
-                    text, sents, self.tokenizer, limit, doc_id, self.causal, False, first=first
-                )
-            at += n
-            out.append(_Document(text, doc_id, sents, self.layout.cap_ids(doc_ids), sum(len(x) for x in doc_ids)))
-        return out
 
     def _plan_group(
         self, group: list[_Document], tokens: int, batch_size: int, batch_tokens: int | None
@@ -456,8 +508,11 @@ class LandmarkEncoder:
         ids = batch.ids.to(self.device, non_blocking=non_blocking)
         mask = batch.mask.to(self.device, non_blocking=non_blocking)
         index = batch.gather.to(self.device, non_blocking=non_blocking)
+        # a padded batch's mask as keys only, where the model was checked to read it so
+        # (``encode.runtime.padding``): the model then skips expanding it to [B, 1, W, W]
+        broadcast = broadcast_padding_dtype(self.model, self.layout) if batch.padded else None
         with autocast(self.device, self.document_autocast if documents else None):
-            hidden = last_hidden(model, ids, mask, self.layout)
+            hidden = last_hidden(model, ids, mask, self.layout, key_padding=broadcast)
         vecs = pool_gathered(hidden, index[0], index[1], index[2], mode)
         vecs = vecs / vecs.norm(dim=-1, keepdim=True).clamp_min(1e-12)
         return vecs.cpu().numpy()
@@ -500,6 +555,25 @@ class LandmarkEncoder:
         )
 
 
+#: A document as ``encode_documents`` is given it: text, id, its own sentences (or ``None``).
+_Input = tuple[str, str | None, Sequence[Sentence] | None]
+
+
+def _chunks(docs: Iterable[_Input]) -> Iterator[list[_Input]]:
+    """Consecutive documents, :data:`_PREPARE_CHARS` characters or :data:`_PREPARE_DOCS`
+    documents at a time: what one tokenizer call (or one task of the worker) takes."""
+    chunk: list[_Input] = []
+    chars = 0
+    for doc in docs:
+        chunk.append(doc)
+        chars += len(doc[0]) if isinstance(doc[0], str) else 0
+        if chars >= _PREPARE_CHARS or len(chunk) >= _PREPARE_DOCS:
+            yield chunk
+            chunk, chars = [], 0
+    if chunk:
+        yield chunk
+
+
 class _Document(NamedTuple):
     """A document ready to lay out: its sentences and their token ids."""
 
@@ -518,6 +592,7 @@ class _Packed(NamedTuple):
     mask: torch.Tensor  # int64 [rows, width]
     # not named ``index``: a NamedTuple field of that name would hide tuple.index
     gather: torch.Tensor  # int64 [3, pooled]: row, span start, span end per pooled sentence, in job order
+    padded: bool  # whether any row is shorter than the batch (read on the host: no device sync)
 
 
 class _GroupPlan(NamedTuple):
@@ -545,7 +620,7 @@ def _pack(jobs: list[Job], pad_id: int, pin: bool) -> _Packed:
         index_np[1, k : k + m] = job.starts
         index_np[2, k : k + m] = job.ends
         k += m
-    return _Packed(jobs, ids, mask, index)
+    return _Packed(jobs, ids, mask, index, bool(lengths.min() < width))
 
 
 def _groups(docs: Iterable[_Document], group_tokens: int = _GROUP_TOKENS) -> Iterator[tuple[list[_Document], int]]:

@@ -28,14 +28,23 @@ def pad_batch(jobs: Sequence[Job], pad_id: int) -> tuple[torch.Tensor, torch.Ten
     return ids, mask
 
 
-def last_hidden(model: Any, ids: torch.Tensor, mask: torch.Tensor, layout: Layout | None = None) -> torch.Tensor:
+def last_hidden(
+    model: Any, ids: torch.Tensor, mask: torch.Tensor, layout: Layout | None = None, *,
+    key_padding: torch.dtype | None = None,
+) -> torch.Tensor:
     """The last hidden state of a Hugging Face encoder or decoder (or a peft/accelerate wrapper).
 
     ``layout``: the model's input layout, whose isolated landmarks (``encode.attention``) get
-    their own mask; ``None`` (or full attention) runs the plain mask.
+    their own mask; ``None`` (or full attention) runs the plain mask. ``key_padding``: hand the
+    padding over as a broadcast additive ``[B, 1, 1, W]`` mask of that dtype instead, for a
+    model ``encode.runtime.padding.broadcast_padding_ok`` accepted (the same hidden states, less work).
     """
     inputs: dict[str, torch.Tensor] = {"input_ids": ids, "attention_mask": mask}
     isolated = layout.isolated_landmarks if layout is not None else None
+    if key_padding is not None and isolated is None:
+        from landmark_rag.encode.runtime.padding import key_padding as broadcast_mask
+
+        inputs["attention_mask"] = broadcast_mask(mask, key_padding)
     if isolated is not None:
         from landmark_rag.encode.attention import isolated_landmark_inputs
 

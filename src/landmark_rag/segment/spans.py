@@ -47,9 +47,16 @@ def spans_to_sentences(text: str, spans: Iterable[Any], doc_id: str | None = Non
         prev_end = e
     if prev_end < n:
         cleaned.extend(_trimmed(text, prev_end, n))
+    return sentences_at(text, cleaned, doc_id)
+
+
+def sentences_at(text: str, spans: Iterable[tuple[int, int]], doc_id: str | None = None) -> list[Sentence]:
+    """Sentences of spans that are already clean (trimmed, sorted, not overlapping: what
+    :func:`spans_to_sentences` made of a segmenter's, e.g. in another process), each with the
+    whitespace since the previous one as its ``space_before``."""
     out: list[Sentence] = []
     last = 0
-    for i, (s, e) in enumerate(cleaned):
+    for i, (s, e) in enumerate(spans):
         out.append(Sentence(i, s, e, text[s:e], doc_id, text[last:s]))
         last = e
     return out

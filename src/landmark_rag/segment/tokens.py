@@ -66,12 +66,21 @@ class TextTokenizer:
 
     def __init__(self, tokenizer: Any, cache_tokens: int = CACHE_TOKENS) -> None:
         self.tokenizer = tokenizer
-        self.size = _vocab_size(tokenizer)
-        self.backend = _fast_backend(tokenizer)
+        self.size = _vocab_size(tokenizer) if tokenizer is not None else -1
+        self.backend = _fast_backend(tokenizer) if tokenizer is not None else None
         self.cache_tokens = cache_tokens
         self._cache: OrderedDict[str, tuple[np.ndarray, Offsets | None]] = OrderedDict()
         self._cached = 0
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_backend(cls, backend: Any, cache_tokens: int = CACHE_TOKENS) -> TextTokenizer:
+        """One over a ready ``tokenizers.Tokenizer`` (truncation and padding off, as
+        :func:`_fast_backend` leaves its copy) with no Hugging Face tokenizer around it: what a
+        worker process that loaded only the backend's JSON tokenises with (``encode.runtime.process``)."""
+        tt = cls(None, cache_tokens)
+        tt.backend = backend
+        return tt
 
     @property
     def fast(self) -> bool:
@@ -166,7 +175,10 @@ _REGISTRY_LOCK = threading.Lock()
 
 def text_tokenizer(tokenizer: Any) -> TextTokenizer:
     """The :class:`TextTokenizer` of ``tokenizer``, shared by everything that tokenises with it
-    (made again when its vocabulary grows, e.g. after a landmark token was added)."""
+    (made again when its vocabulary grows, e.g. after a landmark token was added); a
+    :class:`TextTokenizer` is its own."""
+    if isinstance(tokenizer, TextTokenizer):
+        return tokenizer
     size = _vocab_size(tokenizer)
     with _REGISTRY_LOCK:
         tt = _REGISTRY.get(tokenizer)
@@ -181,6 +193,12 @@ def _vocab_size(tokenizer: Any) -> int:
         return len(tokenizer)
     except TypeError:
         return -1
+
+
+def probe_texts(tokenizer: Any) -> list[str]:
+    """Texts two tokenisers must give the same ids for before one stands in for the other:
+    spaces, a paragraph break, non-ASCII, and ``tokenizer``'s special tokens inside text."""
+    return [*_PROBES, *(f"a {t} b" for t in getattr(tokenizer, "all_special_tokens", [])[:8])]
 
 
 def _fast_backend(tokenizer: Any) -> Any:
@@ -204,7 +222,7 @@ def _fast_backend(tokenizer: Any) -> Any:
         split = bool(getattr(tokenizer, "split_special_tokens", False))
         if getattr(backend, "encode_special_tokens", split) != split:
             backend.encode_special_tokens = split
-        probes = [*_PROBES, *(f"a {t} b" for t in getattr(tokenizer, "all_special_tokens", [])[:8])]
+        probes = probe_texts(tokenizer)
         expected = tokenizer(probes, add_special_tokens=False, verbose=False)["input_ids"]
         got = [e.ids for e in backend.encode_batch(probes, add_special_tokens=False)]
     except Exception as exc:  # noqa: BLE001 - any surprise: the tokenizer's own call is always right

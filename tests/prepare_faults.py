@@ -1,0 +1,32 @@
+"""Tasks for the preparation process's tests (tests/encode/test_pipeline.py), importable by the
+worker (it imports a task by its name; it gets this process's sys.path)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from landmark_rag.encode.runtime.process import prepare_texts
+
+
+class ChunkFailed(RuntimeError):
+    pass
+
+
+def prepare_or_fail(key, texts, max_tokens, causal):
+    """The real task, except for a chunk with the chronicle in it: an error there."""
+    if any("chronicle" in t for t in texts):
+        raise ChunkFailed("cannot prepare the chronicle")
+    return prepare_texts(key, texts, max_tokens, causal)
+
+
+def prepare_or_die(key, texts, max_tokens, causal):
+    """The real task, except for a chunk with the chronicle in it: the worker ends there."""
+    if any("chronicle" in t for t in texts):
+        os._exit(3)
+    return prepare_texts(key, texts, max_tokens, causal)
+
+
+def loaded(names):
+    """Which of ``names`` the worker has imported."""
+    return [n for n in names if n in sys.modules]
