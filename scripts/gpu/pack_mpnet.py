@@ -16,7 +16,6 @@ scripts/gpu/mpnet_assemble.sh (docs/experiments/training-gpu.md, "landmark-mpnet
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import re
@@ -27,21 +26,12 @@ import tempfile
 from pathlib import Path
 
 import torch
+from mpnet_parts import MANIFEST, MIB, sha256  # the machine's side: one manifest name, one hash
 from safetensors.torch import load_file, save_file
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "all-mpnet-base-v2"  # the registry's alias and the folder split_zip.cache_root() holds
 SKIP = {"model.safetensors", "README.md", "pytorch_model.bin", "desktop.ini"}
-MANIFEST = "mpnet-manifest.json"
-MIB = 2**20
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(8 * MIB), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def model_folder(src: Path, dest: Path) -> dict[str, str]:
