@@ -40,7 +40,7 @@ def test_vectors_are_those_of_the_2d_mask(family_dirs, monkeypatch, arch: str, a
     enc = LandmarkEncoder.from_pretrained(family_dirs[arch], device="cpu", attn_implementation=attn, max_length=64)
     with_broadcast = enc.encode_documents(DOCS, batch_size=4)
     if arch == "bert" and attn is None:  # the default's family: the probe must accept it, or the speed-up is gone
-        assert padding.broadcast_padding_ok(enc.model, enc.layout)
+        assert padding.broadcast_padding_dtype(enc.model, enc.layout) is not None
     _without_broadcast(monkeypatch)
     plain = enc.encode_documents(DOCS, batch_size=4)
     for a, b in zip(with_broadcast, plain, strict=True):
@@ -67,10 +67,10 @@ def test_the_broadcast_mask_gives_the_same_hidden_states(tiny_encoder) -> None:
 
 def test_causal_and_isolated_layouts_keep_the_2d_mask(family_dirs, tiny_encoder) -> None:
     causal = LandmarkEncoder.from_pretrained(family_dirs["mistral"], device="cpu", max_length=64)
-    assert causal.causal and not padding.broadcast_padding_ok(causal.model, causal.layout)
+    assert causal.causal and padding.broadcast_padding_dtype(causal.model, causal.layout) is None
     isolated = tiny_encoder(max_length=64, landmark_attention="isolated")
     isolated.add_landmark_token("[LMK]")
-    assert not padding.broadcast_padding_ok(isolated.model, isolated.layout)
+    assert padding.broadcast_padding_dtype(isolated.model, isolated.layout) is None
 
 
 class _Misreads(torch.nn.Module):
@@ -93,7 +93,7 @@ def test_a_model_that_misreads_or_rejects_it_keeps_the_2d_mask(tiny_encoder, fai
     enc = tiny_encoder(max_length=64)
     model = _Misreads(enc.model, fail)
     assert model.config._attn_implementation == "sdpa"
-    assert not padding.broadcast_padding_ok(model, enc.layout)
+    assert padding.broadcast_padding_dtype(model, enc.layout) is None
     enc.model = model  # and the encoder, asking the same, encodes with the 2-D mask
     ref = tiny_encoder(max_length=64)
     for a, b in zip(enc.encode_documents(DOCS, batch_size=4), ref.encode_documents(DOCS, batch_size=4), strict=True):
@@ -105,11 +105,11 @@ def test_the_probe_runs_once_per_model_and_again_when_it_changes(tiny_encoder, m
     calls = []
     real = padding._probe
     monkeypatch.setattr(padding, "_probe", lambda *a: calls.append(1) or real(*a))
-    assert padding.broadcast_padding_ok(enc.model, enc.layout)
+    assert padding.broadcast_padding_dtype(enc.model, enc.layout) is not None
     enc.encode_documents(DOCS)
     assert len(calls) == 1
     enc.model.set_attn_implementation("eager")
-    assert padding.broadcast_padding_ok(enc.model, enc.layout)
+    assert padding.broadcast_padding_dtype(enc.model, enc.layout) is not None
     assert len(calls) == 2
 
 

@@ -37,7 +37,7 @@ def last_hidden(
     ``layout``: the model's input layout, whose isolated landmarks (``encode.attention``) get
     their own mask; ``None`` (or full attention) runs the plain mask. ``key_padding``: hand the
     padding over as a broadcast additive ``[B, 1, 1, W]`` mask of that dtype instead, for a
-    model ``encode.runtime.padding.broadcast_padding_ok`` accepted (the same hidden states, less work).
+    model ``encode.runtime.padding.broadcast_padding_dtype`` accepted (the same hidden states, less work).
     """
     inputs: dict[str, torch.Tensor] = {"input_ids": ids, "attention_mask": mask}
     isolated = layout.isolated_landmarks if layout is not None else None

@@ -14,7 +14,7 @@ same hidden states; a real model spends the same time per batch on the mask, a s
 share of its forward pass.
 
 That holds only where a model hands a 4-D mask to its attention unchanged. So it is not
-assumed: the first padded batch a model sees runs a probe (:func:`broadcast_padding_ok`),
+assumed: the first padded batch a model sees runs a probe (:func:`broadcast_padding_dtype`),
 two padded rows through both masks, and the broadcast mask is used only if the hidden states
 agree; a model that rejects a 4-D mask or reads it otherwise keeps the 2-D mask, and so does
 any attention implementation but SDPA and eager (flash attention takes the 2-D mask).
@@ -48,16 +48,11 @@ def key_padding(mask: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch
     return torch.zeros(keys.shape, dtype=dtype, device=mask.device).masked_fill_(keys == 0, torch.finfo(dtype).min)
 
 
-def broadcast_padding_ok(model: Any, layout: Any) -> bool:
-    """Whether ``model`` under ``layout`` gives padded batches the same hidden states with
-    :func:`key_padding`'s broadcast mask as with the 2-D mask; probed once per model, again
-    when its attention implementation, dtype or device changes (see the module)."""
-    return broadcast_padding_dtype(model, layout) is not None
-
-
 def broadcast_padding_dtype(model: Any, layout: Any) -> torch.dtype | None:
     """The dtype of the broadcast mask ``model`` takes (its own floating dtype), or ``None``
-    when it keeps the 2-D mask (:func:`broadcast_padding_ok`)."""
+    when it keeps the 2-D mask: whether padded batches get the same hidden states with
+    :func:`key_padding`'s broadcast mask as with the 2-D mask is probed once per model, and
+    again when its attention implementation, dtype or device changes (see the module)."""
     if layout.causal or layout.landmark_attention != "full":
         return None
     config = getattr(model, "config", None)
