@@ -41,9 +41,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import torch
-
 import landmark_rag  # noqa: F401 - first: OpenMP's passive wait is set before torch loads
+
+# isort: split
+import torch
 
 REPO = Path(__file__).resolve().parents[1]
 ASSETS = REPO / "benchmarks" / "assets"

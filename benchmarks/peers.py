@@ -48,9 +48,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import torch
-
 import landmark_rag  # noqa: F401 - first: OpenMP's passive wait is set before torch loads (encode/runtime/omp.py)
+
+# isort: split
+import torch
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO / "data" / "squad-v1.1-dev-part-a.json"
