@@ -106,7 +106,7 @@ def main() -> None:
     _register()
     try:
         app()
-    except Exception as exc:
+    except Exception as exc:  # filtered below; anything else re-raises as before
         _exit_on_store_failure(exc)
         raise
 

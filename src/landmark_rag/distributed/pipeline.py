@@ -292,7 +292,7 @@ def _open_client(db: str) -> Any:
     fails here, before Ray starts."""
     try:
         client = make_client(db)
-    except Exception as exc:
+    except Exception as exc:  # chromadb raises many kinds for a dead server
         raise StoreUnavailableError(f"cannot open the store at {db}: {type(exc).__name__}: {exc}") from exc
     return client
 

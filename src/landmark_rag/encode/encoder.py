@@ -482,7 +482,7 @@ class LandmarkEncoder:
             self._run_batch(_pack(batch.jobs[:half], self.pad_id, pin), outs, mode, documents)
             self._run_batch(_pack(batch.jobs[half:], self.pad_id, pin), outs, mode, documents)
             return
-        except Exception as exc:
+        except Exception as exc:  # e.g. inductor without a C++ compiler
             if model is None:
                 raise
             # compiling is an optimisation the user asked for, not a reason to lose the run

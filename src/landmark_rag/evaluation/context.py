@@ -37,7 +37,7 @@ class TokenIndex:
         return cls(arr[:, 0].copy(), arr[:, 1].copy(), length)
 
     @classmethod
-    def build(cls, text: str, tokenizer) -> TokenIndex:
+    def build(cls, text: str, tokenizer) -> TokenIndex:  # tokenizer: any HF fast tokenizer
         enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
         offsets = [(s, e) for s, e in enc["offset_mapping"]]
         # byte-level BPE offsets may start on the space before a word; count the token at

@@ -239,7 +239,7 @@ def store_outcome(store: SentenceStore, stored: StoredDocument, done: FileOutcom
         store_document(store, stored)
     except StoreError:
         raise  # the store failed, not this document: the run stops, the previous version stays
-    except Exception as exc:
+    except Exception as exc:  # reported, the run goes on
         if errors == "raise":
             raise
         return FileOutcome(done.doc_id, done.source, "skipped", f"failed to store: {type(exc).__name__}: {exc}")
@@ -262,7 +262,7 @@ def write_encoded(
         if errors == "raise":
             raise
         return FileOutcome(doc.doc_id, doc.name, "skipped", exc.reason)
-    except Exception as exc:
+    except Exception as exc:  # the encoder's failure on this document
         if errors == "raise":
             raise
         return FileOutcome(doc.doc_id, doc.name, "skipped", f"failed to encode: {type(exc).__name__}: {exc}")

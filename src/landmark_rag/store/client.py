@@ -233,7 +233,7 @@ def store_errors(what: str) -> Iterator[None]:
         yield
     except LandmarkRagError:
         raise
-    except Exception as exc:
+    except Exception as exc:  # chromadb raises many kinds for one dead server
         raise StoreError(f"store failed while {what}: {type(exc).__name__}: {_one_line(exc)}") from exc
 
 
