@@ -15,7 +15,13 @@ same SQuAD articles (joined per article, ``--copies`` times):
 - ``sentence-transformers per sentence``: ``SentenceTransformer.encode`` of the same
   sentences, each alone (tokenising included), the simplest peer;
 - ``bare forward``: the model's forward alone over the layout's pre-tokenised windows,
-  fp32 and in the device's half precision: the ceiling for any in-context method.
+  fp32 and in the device's half precision: the ceiling for any in-context method;
+- ``index``: the write path (``ingest.write.write_documents``, what ``LandmarkIndex.add_texts``
+  and ``landmark-rag index`` run) into a new embedded Chroma store, side by side: one
+  ``encode_documents`` call per write group then its writes (``sequential``), the device's
+  default (the next group prepared while this one encodes; on an accelerator also encoded
+  while the last one is stored), and all three stages overlapped (``all three``, forced);
+  with the default model and the 1-layer one (``--skip index`` leaves them out).
 
 Tokens/s always divides the articles' own token count, so every figure is "document tokens
 turned into vectors per second". Each system runs ``--rounds`` times after a warm-up and
@@ -141,6 +147,38 @@ def sentence_transformers_run(model_dir: Path, sentences: list[str], device: tor
     return run
 
 
+#: the write path's variants: how ``DocumentEncoder`` is given to ``write_documents``
+INDEX_MODES = {
+    "sequential": "one encode_documents call per group, then its writes",
+    "default": "the default (next group prepared while this one encodes; on an accelerator also encoded while the last is stored)",
+    "all three": "prepare, encode and store overlapped (the accelerator default, forced)",
+}
+
+
+def index_run(encoder: object, texts: list[str], root: Path, mode: str) -> Callable[[], None]:
+    """The write path over ``texts`` into a new Chroma store per call (``INDEX_MODES``)."""
+    from dataclasses import replace
+
+    from landmark_rag.ingest import DocumentEncoder, SourceDocument, write_documents
+    from landmark_rag.store import ChromaSentenceStore
+
+    docs = [SourceDocument(f"doc-{i}", t) for i, t in enumerate(texts)]
+
+    def encoder_of() -> DocumentEncoder:
+        default = DocumentEncoder.of(encoder)
+        if mode == "sequential":
+            return DocumentEncoder(default.encode, default.count_tokens)
+        return replace(default, overlap_store=True) if mode == "all three" else default
+
+    def run() -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        store = ChromaSentenceStore.open(Path(tempfile.mkdtemp(dir=root)), identity=encoder.config.identity())
+        report = write_documents(store, docs, encoder_of, errors="raise")
+        assert report.counts()["indexed"] == len(docs), report.counts()
+
+    return run
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N")
@@ -151,7 +189,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=None, help="windows per batch of the bare forward (128 CUDA / 16 CPU)")
     ap.add_argument("--st-batch", type=int, default=None, help="sentence-transformers batch (512 CUDA / 64 CPU)")
-    ap.add_argument("--skip", default="", help="comma list of systems to skip: st, bare, host, e2e")
+    ap.add_argument("--skip", default="", help="comma list of systems to skip: st, bare, host, e2e, index")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     device = torch.device(args.device)
@@ -182,10 +220,17 @@ def main(argv: list[str] | None = None) -> dict:
     if "e2e" not in skip:
         add("landmark default", best_time(lambda: full.encode_documents(texts), args.rounds, device),
             f"weights {str(dtype).removeprefix('torch.')}")
-    if "host" not in skip:
+    tiny = None
+    if "host" not in skip or "index" not in skip:
         tiny = LandmarkEncoder.from_pretrained(build_model_dir(args.arch, tmp / "tiny", tiny=True), device=device)
+    if "host" not in skip:
         add("landmark host side (1-layer, 32-wide model)",
             best_time(lambda: tiny.encode_documents(texts), args.rounds, device))
+    if "index" not in skip:
+        for label, enc in (("default", full), ("1-layer model", tiny)):
+            for mode, note in INDEX_MODES.items():
+                add(f"index, {label}, {mode}", best_time(index_run(enc, texts, tmp / "stores", mode),
+                                                         args.rounds, device), note)
     single = best_time(lambda: [tokenizer.encode(t, add_special_tokens=False) for t in texts], args.rounds, device)
     add("tokenizer, one thread (yardstick)", single)
     if "st" not in skip:
@@ -208,6 +253,11 @@ def main(argv: list[str] | None = None) -> dict:
     host = rate.get("landmark host side (1-layer, 32-wide model)")
     if host:
         ratios["host side / one-thread tokenizer"] = host / rate["tokenizer, one thread (yardstick)"]
+    for label in ("default", "1-layer model"):
+        before = rate.get(f"index, {label}, sequential")
+        for mode in ("default", "all three"):
+            if before and rate.get(f"index, {label}, {mode}"):
+                ratios[f"index {label}: {mode} / sequential"] = rate[f"index, {label}, {mode}"] / before
     if "landmark default" in rate:
         for name, value in rate.items():
             if name.startswith(("bare forward", "sentence-transformers")):

@@ -1,4 +1,4 @@
-"""The producer thread that prepares group n + 1 while group n encodes (``runtime.parallel.Prefetch``),
+"""The producer thread that prepares group n + 1 while group n encodes (``runtime.prefetch.Prefetch``),
 and the worker process that may segment and tokenise for it (``runtime.process``): nothing lost,
 duplicated or reordered; an error surfaces as itself, where it happened; the thread ends."""
 
@@ -14,7 +14,7 @@ import pytest
 
 from landmark_rag.encode import encoder as encoder_module
 from landmark_rag.encode.runtime import process
-from landmark_rag.encode.runtime.parallel import Prefetch
+from landmark_rag.encode.runtime.prefetch import Prefetch
 from landmark_rag.segment.tokens import text_tokenizer
 
 
@@ -127,6 +127,34 @@ def test_an_error_in_the_middle_surfaces_as_itself(tiny_encoder, monkeypatch) ->
     _wait_gone()
     # and the encoder works on afterwards
     assert len(enc.encode_documents([docs[2]])[0]) == 1
+
+
+@pytest.mark.parametrize("group_tokens", [1, 300, 1 << 17])
+def test_the_two_halves_equal_one_call(tiny_encoder, monkeypatch, group_tokens) -> None:
+    """``encode_prepared(prepare_documents(...))`` is ``encode_documents(...)``: the write path
+    calls the halves on two threads and must store the same vectors."""
+    enc = tiny_encoder(max_length=64)
+    docs = _docs()
+    ids = [f"d{i}" for i in range(len(docs))]
+    whole = enc.encode_documents(docs, doc_ids=ids, batch_size=3)
+    monkeypatch.setattr(encoder_module, "_GROUP_TOKENS", group_tokens)
+    prepared = enc.prepare_documents(docs, doc_ids=ids, batch_size=3)
+    assert prepared.documents == len(docs) and prepared.tokens == sum(d.tokens for d in whole)
+    halves = enc.encode_prepared(prepared)
+    assert [d.doc_id for d in halves] == ids and [d.text for d in halves] == docs
+    for a, b in zip(whole, halves, strict=True):
+        assert a.sentences == b.sentences and a.tokens == b.tokens
+        np.testing.assert_allclose(a.embeddings, b.embeddings, atol=1e-5, rtol=0)
+    # sentences given by the caller go through the halves as they are
+    given = whole[0].sentences[:3]
+    one = enc.encode_prepared(enc.prepare_documents([docs[0]], sentences=[given]))[0]
+    assert one.sentences == [s.with_doc_id(None) for s in given] and len(one.embeddings) == 3
+    with pytest.raises(TypeError, match="must be str"):
+        enc.prepare_documents([docs[0], b"bytes"])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="same length"):
+        enc.prepare_documents(docs, doc_ids=ids[:2])
+    with pytest.raises(TypeError, match="list of texts"):
+        enc.prepare_documents("one text")  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------- the preparation process

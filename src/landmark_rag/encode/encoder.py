@@ -25,8 +25,9 @@ from landmark_rag.encode.prepare import measure_documents
 from landmark_rag.encode.runtime import process as prepare_process
 from landmark_rag.encode.runtime.malloc import pin_mmap_threshold
 from landmark_rag.encode.runtime.padding import broadcast_padding_dtype
-from landmark_rag.encode.runtime.parallel import Prefetch, auto_workers, run_batches
+from landmark_rag.encode.runtime.parallel import auto_workers, run_batches
 from landmark_rag.encode.runtime.precision import autocast
+from landmark_rag.encode.runtime.prefetch import Prefetch
 from landmark_rag.encode.untrained import warn_untrained_landmark
 from landmark_rag.progress import bar_options
 from landmark_rag.segment import Segmenter, segment_sentences
@@ -278,31 +279,19 @@ class LandmarkEncoder:
         :meth:`auto_batch_tokens` (from free device memory). ``show_progress=None`` shows the
         bar only once the call has run a few seconds (``landmark_rag.progress``).
         """
-        if isinstance(texts, str):
-            raise TypeError("encode_documents takes a list of texts; use encode_document for one")
-        n = len(texts)
-        doc_ids = list(doc_ids) if doc_ids is not None else [None] * n
-        given = list(sentences) if sentences is not None else [None] * n
-        if len(doc_ids) != n or len(given) != n:
-            raise ValueError("texts, doc_ids and sentences must have the same length")
+        inputs = _inputs(texts, doc_ids, sentences, "encode_documents")
+        n = len(inputs)
         if batch_tokens is None and self.device.type == "cuda":
             batch_tokens = self.auto_batch_tokens()
-        group_tokens = max(_GROUP_TOKENS, batch_tokens or 0)
         results: list[EncodedDocument] = []
         bar = tqdm(total=n, desc="encoding", unit="doc", **bar_options(show_progress))
         t0, tokens_done = time.perf_counter(), 0
         # a call that fits one group (about 4 characters a token) has nothing to overlap
-        several = sum(len(t) for t in texts if isinstance(t, str)) > 4 * group_tokens
-        worker = None
-        if several and segmenter is None and sentences is None and prepare_process.wanted(self.prepare_process):
-            worker = prepare_process.shared_worker()
-        docs = self._prepare_all(zip(texts, doc_ids, given, strict=True), segmenter, worker)
+        several = sum(len(t) for t, _, _ in inputs if isinstance(t, str)) > 4 * max(_GROUP_TOKENS, batch_tokens or 0)
         # group n + 1 is segmented, tokenised, planned and padded on a producer thread (its
         # segmentation and tokenisation in a worker process, where there is one) while group n
         # runs on the device (``Prefetch``: order kept, errors raised where they occur)
-        planned = (
-            self._plan_group(group, tokens, batch_size, batch_tokens) for group, tokens in _groups(docs, group_tokens)
-        )
+        planned = self._planned_groups(inputs, batch_size, batch_tokens, segmenter, worker_allowed=several)
         with Prefetch(planned, depth=1, thread=several) as groups:
             for plan in groups:
                 results.extend(self._encode_group(plan))
@@ -312,6 +301,59 @@ class LandmarkEncoder:
                 bar.update(len(plan.docs))
         bar.close()
         return results
+
+    def prepare_documents(
+        self,
+        texts: Sequence[str],
+        doc_ids: Sequence[str | None] | None = None,
+        *,
+        batch_size: int = 16,
+        sentences: Sequence[Sequence[Sentence] | None] | None = None,
+        segmenter: Segmenter | None = None,
+        batch_tokens: int | None = None,
+    ) -> PreparedDocuments:
+        """The host half of :meth:`encode_documents`: segment, tokenise (once per text), lay out
+        the windows and pad the batches, without touching the model's forward.
+
+        Why it is separate: a caller that encodes documents in many small calls (the write
+        path, one call per write group) prepares call n + 1 on another thread while
+        :meth:`encode_prepared` runs call n on the device, so the device never waits for the
+        tokenizer. ``encode_prepared(prepare_documents(...))`` equals ``encode_documents(...)``
+        with the same arguments. Errors of the input (not a str, a sentence outside its
+        text) are raised here.
+        """
+        inputs = _inputs(texts, doc_ids, sentences, "prepare_documents")
+        if batch_tokens is None and self.device.type == "cuda":
+            batch_tokens = self.auto_batch_tokens()
+        groups = list(self._planned_groups(inputs, batch_size, batch_tokens, segmenter, worker_allowed=False))
+        return PreparedDocuments(groups, len(inputs), sum(g.tokens for g in groups))
+
+    def encode_prepared(self, prepared: PreparedDocuments) -> list[EncodedDocument]:
+        """The device half of :meth:`encode_documents`: forward, pool, normalise and copy back
+        the batches :meth:`prepare_documents` made, one result per document, in order."""
+        results: list[EncodedDocument] = []
+        for plan in prepared.groups:
+            results.extend(self._encode_group(plan))
+        return results
+
+    def _planned_groups(
+        self,
+        inputs: list[_Input],
+        batch_size: int,
+        batch_tokens: int | None,
+        segmenter: Segmenter | None,
+        *,
+        worker_allowed: bool,
+    ) -> Iterator[_GroupPlan]:
+        """``inputs`` prepared, grouped by tokens and packed into batches, group by group."""
+        own_sentences = segmenter is None and all(given is None for _, _, given in inputs)
+        worker = None
+        if worker_allowed and own_sentences and prepare_process.wanted(self.prepare_process):
+            worker = prepare_process.shared_worker()
+        docs = self._prepare_all(inputs, segmenter, worker)
+        group_tokens = max(_GROUP_TOKENS, batch_tokens or 0)
+        for group, tokens in _groups(docs, group_tokens):
+            yield self._plan_group(group, tokens, batch_size, batch_tokens)
 
     def auto_batch_tokens(self) -> int:
         """Padded tokens per batch on a CUDA device when the caller gives no ``batch_tokens``.
@@ -574,6 +616,23 @@ def _chunks(docs: Iterable[_Input]) -> Iterator[list[_Input]]:
         yield chunk
 
 
+def _inputs(
+    texts: Sequence[str],
+    doc_ids: Sequence[str | None] | None,
+    sentences: Sequence[Sequence[Sentence] | None] | None,
+    caller: str,
+) -> list[_Input]:
+    """The (text, doc_id, given sentences) triples of a documents call, lengths checked."""
+    if isinstance(texts, str):
+        raise TypeError(f"{caller} takes a list of texts; use encode_document for one")
+    n = len(texts)
+    ids = list(doc_ids) if doc_ids is not None else [None] * n
+    given = list(sentences) if sentences is not None else [None] * n
+    if len(ids) != n or len(given) != n:
+        raise ValueError("texts, doc_ids and sentences must have the same length")
+    return list(zip(texts, ids, given, strict=True))
+
+
 class _Document(NamedTuple):
     """A document ready to lay out: its sentences and their token ids."""
 
@@ -599,6 +658,16 @@ class _GroupPlan(NamedTuple):
     docs: list[_Document]
     tokens: int
     batches: list[_Packed]
+
+
+class PreparedDocuments(NamedTuple):
+    """Documents made ready for the device by :meth:`LandmarkEncoder.prepare_documents`:
+    their sentences and padded batches (pinned on CUDA). Hand it to
+    :meth:`LandmarkEncoder.encode_prepared` of the same encoder; its contents are internal."""
+
+    groups: list[_GroupPlan]
+    documents: int
+    tokens: int  # text tokens of all documents, as tokenised (``EncodedDocument.tokens`` summed)
 
 
 def _pack(jobs: list[Job], pad_id: int, pin: bool) -> _Packed:

@@ -17,6 +17,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from landmark_rag.encode.config import LandmarkConfig
+    from landmark_rag.encode.encoder import PreparedDocuments
     from landmark_rag.segment import Segmenter
     from landmark_rag.types import EncodedDocument, Sentence
 
@@ -86,4 +87,32 @@ class SentenceEncoder(QueryEncoder, Protocol):
 
     def encode_texts(self, texts: Sequence[str], *, batch_size: int = ..., show_progress: bool = ...) -> np.ndarray:
         """One vector per standalone text (what a framework asks for a bare string)."""
+        ...
+
+
+@runtime_checkable
+class PreparingEncoder(SentenceEncoder, Protocol):
+    """A :class:`SentenceEncoder` whose document encoding comes in two halves: the host work
+    (segmentation, tokenisation, layout, padding) and the device work (forward, pooling).
+
+    The write path (``ingest.write``) prepares its next group of documents on a producer
+    thread while the current group runs on the device when the encoder has both halves; an
+    encoder without them is called through ``encode_documents``, one group after another.
+    """
+
+    def prepare_documents(
+        self,
+        texts: Sequence[str],
+        doc_ids: Sequence[str | None] | None = None,
+        *,
+        batch_size: int = ...,
+        sentences: Sequence[Sequence[Sentence] | None] | None = ...,
+        segmenter: Segmenter | None = ...,
+        batch_tokens: int | None = ...,
+    ) -> PreparedDocuments:
+        """Documents ready for :meth:`encode_prepared` (host work only)."""
+        ...
+
+    def encode_prepared(self, prepared: PreparedDocuments) -> list[EncodedDocument]:
+        """One :class:`~landmark_rag.types.EncodedDocument` per prepared text, in order."""
         ...

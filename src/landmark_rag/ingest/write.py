@@ -26,15 +26,17 @@ finished by the next run (its own new write, or :func:`finish_unchanged`).
 from __future__ import annotations
 
 import functools
+import itertools
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from tqdm.auto import tqdm
 
+from landmark_rag.encode.runtime.prefetch import Prefetch
 from landmark_rag.extract import BadFileError
 from landmark_rag.ingest.report import FileOutcome, IndexReport, Status, StoreFailedError
 from landmark_rag.ingest.sources import FILE_ROOT, FILE_SOURCE, SourceDocument
@@ -91,20 +93,47 @@ def encoded_tokens(encoded: EncodedDocument, text: str, encoder: DocumentEncoder
 @dataclass(frozen=True)
 class DocumentEncoder:
     """How a run encodes: ``encode(texts, doc_ids)`` in context, and ``count_tokens`` for its
-    tokens/s (``None``: not counted)."""
+    tokens/s (``None``: not counted).
+
+    ``prepare`` and ``run`` (both or neither) split ``encode`` into its host half
+    (segmentation, tokenisation, padding) and its device half: with them, a run prepares the
+    next group of documents on a producer thread while the current one is encoded, so the
+    device does not wait for the tokenizer between groups. ``run(prepare(t, i))`` must equal
+    ``encode(t, i)``. ``overlap_store``: encode on a thread of its own while the run stores
+    the group before (for an encoder on an accelerator, whose host cores are free).
+    """
 
     encode: Callable[[list[str], list[str]], Sequence[EncodedDocument]]
     count_tokens: Callable[[str], int] | None = None
+    prepare: Callable[[list[str], list[str]], object] | None = None
+    run: Callable[[Any], Sequence[EncodedDocument]] | None = None
+    overlap_store: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.prepare is None) != (self.run is None):
+            raise ValueError("DocumentEncoder: give both prepare and run, or neither")
 
     @classmethod
     def of(cls, encoder: SentenceEncoder, batch_size: int | None = None) -> DocumentEncoder:
-        """A ``LandmarkEncoder``'s ``encode_documents`` with :func:`encoder_batch_size`."""
+        """A ``LandmarkEncoder``'s ``encode_documents`` with :func:`encoder_batch_size` (and its
+        ``prepare_documents`` / ``encode_prepared`` halves where it has them)."""
+        from landmark_rag.encode.protocols import PreparingEncoder  # no model stack: protocols only
+
         size = encoder_batch_size(encoder, batch_size)
 
         def encode(texts: list[str], doc_ids: list[str]) -> Sequence[EncodedDocument]:
             return encoder.encode_documents(texts, doc_ids=doc_ids, batch_size=size)
 
-        return cls(encode, functools.partial(count_tokens, encoder))
+        counter = functools.partial(count_tokens, encoder)
+        device = getattr(getattr(encoder, "device", None), "type", "cpu")
+        if not isinstance(encoder, PreparingEncoder):
+            return cls(encode, counter, overlap_store=device != "cpu")
+        preparing = encoder
+
+        def prepare(texts: list[str], doc_ids: list[str]) -> object:
+            return preparing.prepare_documents(texts, doc_ids=doc_ids, batch_size=size)
+
+        return cls(encode, counter, prepare, preparing.encode_prepared, overlap_store=device != "cpu")
 
 
 # ---------------------------------------------------------------------------- skip and finish
@@ -186,15 +215,24 @@ def in_groups(
 
 
 def encode_group(
-    group: Sequence[Pending], encoder: DocumentEncoder, errors: Errors
+    group: Sequence[Pending], encoder: DocumentEncoder, errors: Errors, prepared: object = None
 ) -> list[EncodedDocument | Exception]:
-    """The group encoded together; if that fails, one by one, so that a document the encoder
-    fails on costs only itself (its entry is the exception). ``raise``: a failure propagates."""
+    """The group encoded together (from ``prepared``, the result of ``encoder.prepare`` for
+    it, when given); if that fails, one by one, so that a document the encoder fails on costs
+    only itself (its entry is the exception). ``raise``: a failure propagates."""
     texts, ids = [p.doc.text for p in group], [p.doc.doc_id for p in group]
+
+    def together() -> list[EncodedDocument | Exception]:
+        if isinstance(prepared, _PrepareFailed):
+            raise prepared.error
+        if prepared is not None and encoder.run is not None:
+            return list(encoder.run(prepared))
+        return list(encoder.encode(texts, ids))
+
     if errors == "raise":
-        return list(encoder.encode(texts, ids))
+        return together()
     try:
-        return list(encoder.encode(texts, ids))
+        return together()
     except Exception:  # noqa: BLE001, S110 - isolate the failing document below
         pass
     out: list[EncodedDocument | Exception] = []
@@ -204,6 +242,74 @@ def encode_group(
         except Exception as exc:  # noqa: BLE001 - that document's outcome
             out.append(exc)
     return out
+
+
+@dataclass(frozen=True)
+class _PrepareFailed:
+    """``encoder.prepare`` raised for a group: :func:`encode_group` raises it (``raise``) or
+    finds the failing document by encoding the group one by one."""
+
+    error: Exception
+
+
+def prepared_groups(
+    items: Iterable[FileOutcome | list[Pending]], load: Callable[[], DocumentEncoder]
+) -> Iterator[FileOutcome | tuple[list[Pending], object]]:
+    """Outcomes as they come, and each group with its prepared form (``None`` where the
+    encoder has no ``prepare``; :class:`_PrepareFailed` where it raised): the producer's half
+    of :func:`write_documents`. A failure to load the encoder is not a document's: it
+    propagates and ends the run."""
+    for item in items:
+        if isinstance(item, FileOutcome):
+            yield item
+            continue
+        encoder = load()
+        if encoder.prepare is None:
+            yield item, None
+            continue
+        try:
+            prepared = encoder.prepare([p.doc.text for p in item], [p.doc.doc_id for p in item])
+        except Exception as exc:  # noqa: BLE001 - the consumer isolates the failing document
+            prepared = _PrepareFailed(exc)
+        yield item, prepared
+
+
+Encoded = tuple[list[Pending], list[EncodedDocument | Exception]]
+
+
+def encoded_groups(
+    items: Iterable[FileOutcome | tuple[list[Pending], object]], load: Callable[[], DocumentEncoder], errors: Errors
+) -> Generator[FileOutcome | Encoded, None, None]:
+    """Outcomes as they come, and each prepared group encoded (:func:`encode_group`): the
+    middle stage of :func:`write_documents`, between preparing and storing.
+
+    Where the encoder says ``overlap_store`` (it runs on an accelerator), the groups from the
+    first one on are encoded on a thread of their own while the caller stores the group
+    before (a GPU then never waits for the store's writes); on a CPU the forward already
+    uses every core, and a third busy thread only made a run slower, so groups are encoded
+    here. Close the generator when leaving early (``contextlib.closing``): that stops the
+    thread."""
+    it = iter(items)
+    for item in it:
+        if isinstance(item, FileOutcome):
+            yield item
+            continue
+        if load().overlap_store:
+            with Prefetch(_encode_each(itertools.chain([item], it), load, errors), depth=1, name="landmark-encode") as rest:
+                yield from rest
+            return
+        group, prepared = item
+        yield group, encode_group(group, load(), errors, prepared)
+
+
+def _encode_each(
+    items: Iterable[FileOutcome | tuple[list[Pending], object]], load: Callable[[], DocumentEncoder], errors: Errors
+) -> Iterator[FileOutcome | Encoded]:
+    for item in items:
+        if isinstance(item, FileOutcome):
+            yield item
+        else:
+            yield item[0], encode_group(item[0], load(), errors, item[1])
 
 
 # ---------------------------------------------------------------------------- write
@@ -337,6 +443,12 @@ def write_documents(
     documents never loads a model. ``state``: the manifest snapshot to decide skips by (read
     from ``store`` when ``None``). ``total``: documents expected, for the bar and
     ``report.not_reached``. See the module docstring for what ``errors`` changes.
+
+    Reading documents (a file's extraction included), the skip decisions and, for an
+    encoder with ``prepare``, the host half of encoding run on a producer thread one group
+    ahead (``Prefetch``: order kept, an exception raised here at the item where it
+    happened); encoding runs here, or on a thread of its own for an encoder with
+    ``overlap_store`` (:func:`encoded_groups`); every store call stays on the calling thread.
     """
     state = state if state is not None else StoreState.read(store)
     load = functools.cache(encoder)
@@ -344,14 +456,19 @@ def write_documents(
     with tracked_run(report, total=total, desc=desc, show_progress=show_progress, errors=errors) as progress:
         planned = (d if isinstance(d, FileOutcome) else plan(d, state, skip_unchanged=skip_unchanged)
                    for d in documents)
-        for item in in_groups(planned, group_tokens):
-            if isinstance(item, FileOutcome):
-                if item.status == "unchanged":
-                    finish_unchanged(store, state, item.doc_id)
-                progress.add(item)
-                continue
-            for pending, encoded in zip(item, encode_group(item, load(), errors), strict=True):
-                progress.add(write_encoded(store, pending, encoded, load(), errors))
+        with (
+            Prefetch(prepared_groups(in_groups(planned, group_tokens), load), depth=1) as prepared,
+            closing(encoded_groups(prepared, load, errors)) as items,
+        ):
+            for item in items:
+                if isinstance(item, FileOutcome):
+                    if item.status == "unchanged":
+                        finish_unchanged(store, state, item.doc_id)
+                    progress.add(item)
+                    continue
+                group, encoded = item
+                for pending, one in zip(group, encoded, strict=True):
+                    progress.add(write_encoded(store, pending, one, load(), errors))
     return report
 
 
@@ -376,11 +493,13 @@ __all__ = [
     "StoredDocument",
     "count_tokens",
     "encode_group",
+    "encoded_groups",
     "encoder_batch_size",
     "finish_unchanged",
     "in_groups",
     "is_unchanged",
     "plan",
+    "prepared_groups",
     "prune_missing",
     "store_document",
     "store_outcome",

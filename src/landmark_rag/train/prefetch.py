@@ -5,7 +5,7 @@ otherwise wait for. :func:`prepared_steps` draws exactly the batches a stage sti
 order, and records the data stream's random state after each one, so a checkpoint saves the
 state of the batches actually trained on (not of those already drawn ahead) and a resumed run
 draws the same batches as an uninterrupted one. The thread itself is the encoder's
-(``encode.runtime.parallel.Prefetch``): order kept, a producer's exception raised at its
+(``encode.runtime.prefetch.Prefetch``): order kept, a producer's exception raised at its
 step, the thread stopped when the consumer leaves early.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from landmark_rag.encode.runtime.parallel import Prefetch
+from landmark_rag.encode.runtime.prefetch import Prefetch
 from landmark_rag.train.examples import Batch
 
 T = TypeVar("T")

@@ -13,16 +13,16 @@ The measured effect is in docs/benchmarks.md ("Indexing throughput side by side"
 
 from __future__ import annotations
 
-import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from types import TracebackType
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 import torch
 
 T = TypeVar("T")
+
+__all__ = ["auto_workers", "run_batches"]
 
 
 def auto_workers(device: torch.device) -> int:
@@ -57,80 +57,3 @@ def run_batches(batches: Sequence[T], fn: Callable[[T], None], workers: int) -> 
                 f.result()
     finally:
         torch.set_num_threads(total)
-
-
-class Prefetch(Generic[T]):
-    """Iterate ``items`` on a producer thread, ``depth`` items ahead of the consumer.
-
-    Why: preparing the next group of documents (segmentation, tokenisation, window planning,
-    padding) is host work that a device would otherwise wait for; on this thread it runs
-    while the current group's forward passes do (tokenizers and numpy release the GIL).
-
-    Items come out in order, each once. An exception the producer raises is raised to the
-    consumer at the item where it happened, after every item before it. Leaving the ``with``
-    block early (the consumer's own exception, a ``break``) stops the producer and joins it.
-    ``thread=False`` iterates ``items`` in the consumer's thread instead (nothing to overlap).
-    """
-
-    _DONE = object()
-
-    def __init__(self, items: Iterable[T], depth: int = 1, *, thread: bool = True) -> None:
-        self._items = items
-        self._queue: queue.Queue[tuple[object, BaseException | None]] = queue.Queue(maxsize=max(1, depth))
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._produce, name="landmark-prepare", daemon=True) if thread else None
-
-    def __enter__(self) -> Iterator[T]:
-        if self._thread is None:
-            return iter(self._items)
-        self._thread.start()
-        return self._consume()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Stop the producer (it ends at its next item) and wait for it."""
-        if self._thread is None:
-            return
-        self._stop.set()
-        while self._thread.is_alive():
-            try:  # unblock a producer waiting on a full queue
-                self._queue.get(timeout=0.05)
-            except queue.Empty:
-                pass
-        self._thread.join()
-
-    def _put(self, entry: tuple[object, BaseException | None]) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._queue.put(entry, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _produce(self) -> None:
-        try:
-            for item in self._items:
-                if not self._put((item, None)):
-                    return
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
-            self._put((self._DONE, exc))
-            return
-        finally:
-            close = getattr(self._items, "close", None)
-            if close is not None and self._stop.is_set():
-                close()
-        self._put((self._DONE, None))
-
-    def _consume(self) -> Iterator[T]:
-        while True:
-            item, exc = self._queue.get()
-            if item is self._DONE:
-                if exc is not None:
-                    raise exc
-                return
-            yield item  # type: ignore[misc]

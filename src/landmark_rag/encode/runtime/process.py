@@ -1,7 +1,7 @@
 """Document preparation in a worker process while this process runs the encoder.
 
 Why: ``encode_documents`` prepares the next group of documents on a producer thread while
-the current group runs (``runtime.parallel.Prefetch``). Tokenising releases the GIL, but the
+the current group runs (``runtime.prefetch.Prefetch``). Tokenising releases the GIL, but the
 rest of that preparation is Python (sentence records, id arrays, cutting long sentences), and
 so is every forward pass's dispatch: on one GIL they take turns. In a worker process the
 segmentation and tokenisation of upcoming documents take nothing from this process's GIL.
