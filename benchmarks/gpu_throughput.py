@@ -8,6 +8,9 @@ same SQuAD articles (joined per article, ``--copies`` times):
 - ``landmark default``: ``LandmarkEncoder.from_pretrained(DIR).encode_documents`` with the
   default layout (mean pooling, 256-token windows, a quarter-window overlap) and every
   default of the device: segmentation, tokenisation, windows, forward, pooling, copy back;
+- ``landmark default, host half alone`` / ``device half alone``: the same call's two halves,
+  ``prepare_documents`` (segment, tokenise, lay out, pad) and ``encode_prepared`` (forward,
+  pooling, copy back), timed one after the other: the slower one bounds the default;
 - ``landmark host side``: the same call with a 1-layer, 32-wide model of the same
   tokenizer, whose forward costs next to nothing: what the host pipeline can feed;
 - ``tokenizer, one thread``: one single-threaded pass of the fast tokenizer over the same
@@ -189,7 +192,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=None, help="windows per batch of the bare forward (128 CUDA / 16 CPU)")
     ap.add_argument("--st-batch", type=int, default=None, help="sentence-transformers batch (512 CUDA / 64 CPU)")
-    ap.add_argument("--skip", default="", help="comma list of systems to skip: st, bare, host, e2e, index")
+    ap.add_argument("--skip", default="", help="comma list of systems to skip: st, bare, host, e2e, halves, index")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     device = torch.device(args.device)
@@ -220,6 +223,15 @@ def main(argv: list[str] | None = None) -> dict:
     if "e2e" not in skip:
         add("landmark default", best_time(lambda: full.encode_documents(texts), args.rounds, device),
             f"weights {str(dtype).removeprefix('torch.')}")
+    if "halves" not in skip:
+        # the two halves of the same call timed apart, one after the other (no overlap): which
+        # one bounds the default (the host's preparation or the device's forward and pooling)
+        add("landmark default, host half alone (prepare_documents)",
+            best_time(lambda: full.prepare_documents(texts), args.rounds, device), "segment, tokenise, lay out, pad")
+        prepared = full.prepare_documents(texts)
+        add("landmark default, device half alone (encode_prepared)",
+            best_time(lambda: full.encode_prepared(prepared), args.rounds, device), "forward, pool, copy back")
+        del prepared
     tiny = None
     if "host" not in skip or "index" not in skip:
         tiny = LandmarkEncoder.from_pretrained(build_model_dir(args.arch, tmp / "tiny", tiny=True), device=device)
