@@ -286,9 +286,9 @@ def encoded_groups(
     Where the encoder says ``overlap_store`` (it runs on an accelerator), the groups from the
     first one on are encoded on a thread of their own while the caller stores the group
     before (a GPU then never waits for the store's writes); on a CPU the forward already
-    uses every core, and a third busy thread only made a run slower, so groups are encoded
-    here. Close the generator when leaving early (``contextlib.closing``): that stops the
-    thread."""
+    uses every core (on 2 cores a third busy thread gained nothing: docs/benchmarks.md), so
+    groups are encoded here. Close the generator when leaving early (``contextlib.closing``):
+    that stops the thread."""
     it = iter(items)
     for item in it:
         if isinstance(item, FileOutcome):
