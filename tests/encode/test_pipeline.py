@@ -13,6 +13,7 @@ import prepare_faults
 import pytest
 
 from landmark_rag.encode import encoder as encoder_module
+from landmark_rag.encode.runtime import prefetch as prefetch_module
 from landmark_rag.encode.runtime import process
 from landmark_rag.encode.runtime.prefetch import Prefetch
 from landmark_rag.segment.tokens import text_tokenizer
@@ -73,6 +74,56 @@ def test_prefetch_stops_the_producer_when_the_consumer_leaves() -> None:
                 raise KeyError("consumer failed")
     _wait_gone()
     assert len(made) <= 7  # bounded: the queue holds one item ahead
+
+
+def test_ctrl_c_does_not_wait_for_a_long_item(monkeypatch) -> None:
+    from landmark_rag.encode.runtime import prefetch
+
+    monkeypatch.setattr(prefetch, "INTERRUPT_WAIT", 0.2)
+    release = threading.Event()
+
+    def slow():
+        yield 0
+        release.wait(30)  # an item that takes long: a large file's extraction
+        yield 1
+
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt), Prefetch(slow()) as items:
+        for _ in items:
+            raise KeyboardInterrupt
+    assert time.perf_counter() - t0 < 5  # not the item's 30 s
+    release.set()
+    _wait_gone()
+
+
+def test_a_consumer_on_another_thread_is_told_its_producer_stopped() -> None:
+    def endless():
+        i = 0
+        while True:
+            yield i
+            i += 1
+
+    outcome: list[BaseException | int] = []
+    stage = Prefetch(endless())
+    items = stage.__enter__()
+    next(items)
+
+    def consume() -> None:
+        try:
+            for x in items:
+                outcome.append(x)
+                time.sleep(0.01)
+        except BaseException as exc:  # noqa: BLE001 - what the test looks at
+            outcome.append(exc)
+
+    consumer = threading.Thread(target=consume)
+    consumer.start()
+    time.sleep(0.05)
+    stage.close()
+    consumer.join(5)
+    assert not consumer.is_alive()  # not stranded on an empty queue
+    assert isinstance(outcome[-1], prefetch_module.PrefetchStopped)
+    _wait_gone()
 
 
 def _docs() -> list[str]:

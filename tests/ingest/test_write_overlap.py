@@ -49,7 +49,7 @@ class Recording:
         self.overlap_store = overlap_store
         self.prepared: list[list[str]] = []
         self.ran: list[list[str]] = []
-        self.singly: list[str] = []
+        self.encoded: list[list[str]] = []  # calls of encode: the first group, and one-by-one retries
         self.overlapped = threading.Event()
         self.hold_first_run = hold_first_run
         self.fail_prepare, self.fail_run = fail_prepare, fail_run
@@ -76,7 +76,7 @@ class Recording:
         return self.encoder.encode_prepared(inner)
 
     def encode(self, texts: list[str], ids: list[str]) -> list[EncodedDocument]:
-        self.singly.extend(ids)
+        self.encoded.append(list(ids))
         if self.fail_prepare in ids or self.fail_run in ids:
             raise RuntimeError("this document cannot be encoded")
         return self.encoder.encode_documents(texts, ids)
@@ -94,10 +94,12 @@ def test_the_next_group_is_prepared_while_the_current_one_encodes(store, tiny_en
     docs = docs_of_lengths([3] * 6)
     report = write_documents(store, docs, rec.document_encoder, errors="raise", group_tokens=16)
     assert [o.doc_id for o in report.outcomes] == [d.doc_id for d in docs]
-    assert rec.ran == rec.prepared and len(rec.ran) == 6  # each group prepared once, run once, in order
-    assert rec.prepare_threads == {"landmark-prepare"}  # the host half on the producer thread
+    # the first group is encoded whole while the model loads here; each later one prepared
+    # once on the producer thread and run once, in order
+    assert rec.encoded == [["d000"]]
+    assert rec.ran == rec.prepared == [[d.doc_id] for d in docs[1:]]
+    assert rec.prepare_threads == {"landmark-prepare"}
     assert rec.run_threads == {threading.current_thread().name}  # on a CPU the device half runs here
-    assert rec.singly == []
 
 
 def test_with_overlap_store_the_next_group_encodes_while_the_current_one_is_stored(store, tiny_encoder) -> None:
@@ -126,7 +128,7 @@ def test_with_overlap_store_the_next_group_encodes_while_the_current_one_is_stor
     docs = docs_of_lengths([3] * 5)
     report = write_documents(store, docs, rec.document_encoder, errors="raise", group_tokens=16)
     assert [o.doc_id for o in report.outcomes] == [d.doc_id for d in docs]
-    assert rec.ran == rec.prepared and len(rec.ran) == 5
+    assert rec.encoded == [["d000"]] and rec.ran == rec.prepared == [[d.doc_id] for d in docs[1:]]
     assert rec.run_threads == {"landmark-encode"}
     assert store_threads == {threading.current_thread().name}  # every write from the calling thread
     assert stored_ids(store) == [d.doc_id for d in docs]
@@ -142,8 +144,8 @@ def test_mixed_lengths_and_empty_documents_lose_and_reorder_nothing(store, tiny_
     status = {o.doc_id: o.status for o in report.outcomes}
     assert {d for d, s in status.items() if s == "skipped"} == {d.doc_id for d, n in zip(docs, lengths) if n == 0}
     assert stored_ids(store) == sorted(d.doc_id for d, n in zip(docs, lengths) if n > 0)
-    # every non-empty document prepared exactly once, groups in document order
-    flat = [i for group in rec.prepared for i in group]
+    # every document prepared (or, in the first group, encoded whole) once, in document order
+    flat = [i for group in rec.encoded[:1] + rec.prepared for i in group]
     assert flat == [d.doc_id for d in docs]
     for doc, n in zip(docs, lengths):
         if n:
@@ -172,7 +174,7 @@ def test_a_failure_in_either_half_costs_only_its_document(store, tiny_encoder, h
     status = {o.doc_id: o.status for o in report.outcomes}
     assert status.pop(bad) == "skipped" and set(status.values()) == {"indexed"}
     assert stored_ids(store) == sorted(d.doc_id for d in docs if d.doc_id != bad)
-    assert bad in rec.singly  # its group was encoded one by one to find it
+    assert [bad] in rec.encoded  # its group was encoded one by one to find it
 
 
 @pytest.mark.parametrize("overlap_store", [False, True])
@@ -235,3 +237,40 @@ def test_the_tiny_encoder_has_both_halves(tiny_encoder) -> None:
     assert not de.overlap_store  # on a CPU the forward has every core: no third busy thread
     with pytest.raises(ValueError, match="both prepare and run"):
         DocumentEncoder(de.encode, None, de.prepare, None)
+
+
+@pytest.mark.parametrize("overlap_store", [False, True])
+def test_the_encoder_is_loaded_on_the_calling_thread(store, tiny_encoder, overlap_store) -> None:
+    """Loading may read the store (a lazily opened index checks its identity): it happens on
+    the thread every store call of the run is made from, once."""
+    loads: list[str] = []
+    rec = Recording(tiny_encoder(), overlap_store=overlap_store)
+
+    def factory() -> DocumentEncoder:
+        loads.append(threading.current_thread().name)
+        return rec.document_encoder()
+
+    report = write_documents(store, docs_of_lengths([2] * 5), factory, errors="raise", group_tokens=16)
+    assert report.counts()["indexed"] == 5
+    assert loads == [threading.current_thread().name]
+
+
+def test_a_lazily_opened_index_checks_its_model_on_the_calling_thread(tmp_path: Path, tiny_bert_dir: Path,
+                                                                      monkeypatch) -> None:
+    from landmark_rag import LandmarkIndex
+
+    LandmarkIndex.open(tmp_path / "db", model=str(tiny_bert_dir)).add_texts([WORDS], ids=["first"])
+    checks: list[str] = []
+    check_identity = ChromaSentenceStore.check_identity
+
+    def recording(self, *args, **kwargs):
+        checks.append(threading.current_thread().name)
+        return check_identity(self, *args, **kwargs)
+
+    monkeypatch.setattr(ChromaSentenceStore, "check_identity", recording)
+    index = LandmarkIndex.open(tmp_path / "db", lazy=True)
+    checks.clear()
+    index.add_texts([WORDS * n for n in (3, 1, 5, 2)], ids=["a", "b", "c", "d"])
+    assert sorted(index.sentence_store.documents()) == ["a", "b", "c", "d", "first"]
+    assert checks and set(checks) == {threading.current_thread().name}
+    assert not [t for t in threading.enumerate() if t.name in ("landmark-prepare", "landmark-encode")]

@@ -320,7 +320,9 @@ class LandmarkEncoder:
         :meth:`encode_prepared` runs call n on the device, so the device never waits for the
         tokenizer. ``encode_prepared(prepare_documents(...))`` equals ``encode_documents(...)``
         with the same arguments. Errors of the input (not a str, a sentence outside its
-        text) are raised here.
+        text) are raised here. Every batch of the call is held until it is encoded (pinned
+        memory on CUDA): prepare a stream a bounded slice at a time, as the write path does
+        (about 16k tokens a call); ``encode_documents`` bounds its memory by itself.
         """
         inputs = _inputs(texts, doc_ids, sentences, "prepare_documents")
         if batch_tokens is None and self.device.type == "cuda":

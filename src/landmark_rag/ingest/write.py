@@ -26,7 +26,7 @@ finished by the next run (its own new write, or :func:`finish_unchanged`).
 from __future__ import annotations
 
 import functools
-import itertools
+import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
@@ -129,9 +129,13 @@ class DocumentEncoder:
         if not isinstance(encoder, PreparingEncoder):
             return cls(encode, counter, overlap_store=device != "cpu")
         preparing = encoder
+        # sized once, before any forward: measured on the producer thread during the previous
+        # group's forward, free memory would be that forward's low point (smaller, varying batches)
+        auto = getattr(encoder, "auto_batch_tokens", None)
+        batch_tokens = auto() if device == "cuda" and callable(auto) else None
 
         def prepare(texts: list[str], doc_ids: list[str]) -> object:
-            return preparing.prepare_documents(texts, doc_ids=doc_ids, batch_size=size)
+            return preparing.prepare_documents(texts, doc_ids=doc_ids, batch_size=size, batch_tokens=batch_tokens)
 
         return cls(encode, counter, prepare, preparing.encode_prepared, overlap_store=device != "cpu")
 
@@ -252,18 +256,58 @@ class _PrepareFailed:
     error: Exception
 
 
+class EncoderLoader:
+    """A run's encoder, loaded once, on the calling thread.
+
+    Why on the calling thread: loading may read the store (a lazily opened index checks the
+    model against the store's identity), and every store call of a run stays on that thread.
+    The producer thread, which prepares groups with the encoder, waits for that load
+    (:meth:`wait`) instead of loading itself; :meth:`close` releases it when the run ends first.
+    """
+
+    def __init__(self, factory: Callable[[], DocumentEncoder]) -> None:
+        self._factory = factory
+        self._encoder: DocumentEncoder | None = None
+        self._ready = threading.Event()
+        self._closed = threading.Event()
+
+    def __call__(self) -> DocumentEncoder:
+        """The encoder, loaded now if it is not yet (the calling thread only)."""
+        if self._encoder is None:
+            self._encoder = self._factory()
+            self._ready.set()
+        return self._encoder
+
+    def wait(self) -> DocumentEncoder | None:
+        """The encoder once the calling thread has loaded it; ``None`` if the run ended first."""
+        while not self._ready.wait(0.05):
+            if self._closed.is_set():
+                return None
+        return self._encoder
+
+    def close(self) -> None:
+        self._closed.set()
+
+
 def prepared_groups(
-    items: Iterable[FileOutcome | list[Pending]], load: Callable[[], DocumentEncoder]
+    items: Iterable[FileOutcome | list[Pending]], loader: EncoderLoader
 ) -> Iterator[FileOutcome | tuple[list[Pending], object]]:
     """Outcomes as they come, and each group with its prepared form (``None`` where the
-    encoder has no ``prepare``; :class:`_PrepareFailed` where it raised): the producer's half
-    of :func:`write_documents`. A failure to load the encoder is not a document's: it
-    propagates and ends the run."""
+    encoder has no ``prepare``, and for the first group, which the calling thread encodes
+    while it loads the model; :class:`_PrepareFailed` where ``prepare`` raised): the
+    producer's stage of :func:`write_documents`."""
+    first = True
     for item in items:
         if isinstance(item, FileOutcome):
             yield item
             continue
-        encoder = load()
+        if first:
+            first = False
+            yield item, None
+            continue
+        encoder = loader.wait()
+        if encoder is None:  # the run ended (the load failed, Ctrl-C, a failing store)
+            return
         if encoder.prepare is None:
             yield item, None
             continue
@@ -278,38 +322,43 @@ Encoded = tuple[list[Pending], list[EncodedDocument | Exception]]
 
 
 def encoded_groups(
-    items: Iterable[FileOutcome | tuple[list[Pending], object]], load: Callable[[], DocumentEncoder], errors: Errors
+    items: Iterable[FileOutcome | tuple[list[Pending], object]], loader: EncoderLoader, errors: Errors
 ) -> Generator[FileOutcome | Encoded, None, None]:
     """Outcomes as they come, and each prepared group encoded (:func:`encode_group`): the
     middle stage of :func:`write_documents`, between preparing and storing.
 
-    Where the encoder says ``overlap_store`` (it runs on an accelerator), the groups from the
-    first one on are encoded on a thread of their own while the caller stores the group
-    before (a GPU then never waits for the store's writes); on a CPU the forward already
-    uses every core (on 2 cores a third busy thread gained nothing: docs/benchmarks.md), so
-    groups are encoded here. Close the generator when leaving early (``contextlib.closing``):
-    that stops the thread."""
+    The first group is encoded here, which loads the encoder on the calling thread. From
+    then on, where the encoder says ``overlap_store`` (it runs on an accelerator), the groups
+    are encoded on a thread of their own while the caller stores the group before, so that the
+    device need not wait for the store's writes; on a CPU the forward already uses every core
+    (on 2 cores a third busy thread gained nothing: docs/benchmarks.md), so groups are
+    encoded here. Close the generator when leaving early (``contextlib.closing``): that stops
+    the thread."""
     it = iter(items)
     for item in it:
         if isinstance(item, FileOutcome):
             yield item
             continue
-        if load().overlap_store:
-            with Prefetch(_encode_each(itertools.chain([item], it), load, errors), depth=1, name="landmark-encode") as rest:
-                yield from rest
-            return
         group, prepared = item
-        yield group, encode_group(group, load(), errors, prepared)
+        encoder = loader()
+        encoded = encode_group(group, encoder, errors, prepared)
+        if not encoder.overlap_store:
+            yield group, encoded
+            continue
+        with Prefetch(_encode_each(it, encoder, errors), depth=1, name="landmark-encode") as rest:
+            yield group, encoded  # stored while the next groups encode
+            yield from rest
+        return
 
 
 def _encode_each(
-    items: Iterable[FileOutcome | tuple[list[Pending], object]], load: Callable[[], DocumentEncoder], errors: Errors
+    items: Iterable[FileOutcome | tuple[list[Pending], object]], encoder: DocumentEncoder, errors: Errors
 ) -> Iterator[FileOutcome | Encoded]:
     for item in items:
         if isinstance(item, FileOutcome):
             yield item
         else:
-            yield item[0], encode_group(item[0], load(), errors, item[1])
+            yield item[0], encode_group(item[0], encoder, errors, item[1])
 
 
 # ---------------------------------------------------------------------------- write
@@ -447,18 +496,22 @@ def write_documents(
     Reading documents (a file's extraction included), the skip decisions and, for an
     encoder with ``prepare``, the host half of encoding run on a producer thread one group
     ahead (``Prefetch``: order kept, an exception raised here at the item where it
-    happened); encoding runs here, or on a thread of its own for an encoder with
-    ``overlap_store`` (:func:`encoded_groups`); every store call stays on the calling thread.
+    happened); the encoder is loaded here (:class:`EncoderLoader`), and groups are encoded
+    here, or after the first on a thread of their own for an encoder with ``overlap_store``
+    (:func:`encoded_groups`); every store call stays on the calling thread.
     """
     state = state if state is not None else StoreState.read(store)
-    load = functools.cache(encoder)
+    load = EncoderLoader(encoder)
     report = IndexReport()
     with tracked_run(report, total=total, desc=desc, show_progress=show_progress, errors=errors) as progress:
         planned = (d if isinstance(d, FileOutcome) else plan(d, state, skip_unchanged=skip_unchanged)
                    for d in documents)
+        # exits in reverse order: the loader releases a producer waiting for the model, then
+        # the encoding stage and the producer stop
         with (
             Prefetch(prepared_groups(in_groups(planned, group_tokens), load), depth=1) as prepared,
             closing(encoded_groups(prepared, load, errors)) as items,
+            closing(load),
         ):
             for item in items:
                 if isinstance(item, FileOutcome):
@@ -488,6 +541,7 @@ __all__ = [
     "GROUP_DOCS",
     "GROUP_TOKENS",
     "DocumentEncoder",
+    "EncoderLoader",
     "Pending",
     "StoreState",
     "StoredDocument",

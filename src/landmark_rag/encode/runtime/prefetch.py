@@ -8,15 +8,27 @@ trainer use the same class.
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from types import TracebackType
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["Prefetch"]
+__all__ = ["Prefetch", "PrefetchStopped"]
+
+logger = logging.getLogger(__name__)
+
+#: Seconds a Ctrl-C waits for the producer's current item (a large file's extraction, a group's
+#: preparation) before leaving the thread to end on its own at its next item.
+INTERRUPT_WAIT = 5.0
+
+
+class PrefetchStopped(RuntimeError):
+    """Raised to a consumer on another thread whose producer was stopped before it ended."""
 
 
 class Prefetch(Generic[T]):
@@ -28,7 +40,8 @@ class Prefetch(Generic[T]):
 
     Items come out in order, each once. An exception the producer raises is raised to the
     consumer at the item where it happened, after every item before it. Leaving the ``with``
-    block early (the consumer's own exception, a ``break``) stops the producer and joins it.
+    block early (the consumer's own exception, a ``break``) stops the producer and joins it; on
+    Ctrl-C it waits at most :data:`INTERRUPT_WAIT` seconds for the producer's current item.
     ``thread=False`` iterates ``items`` in the consumer's thread instead (nothing to overlap);
     ``name`` names the thread.
     """
@@ -50,14 +63,21 @@ class Prefetch(Generic[T]):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close()
+        interrupted = exc_type is not None and issubclass(exc_type, KeyboardInterrupt)
+        self.close(timeout=INTERRUPT_WAIT if interrupted else None)
 
-    def close(self) -> None:
-        """Stop the producer (it ends at its next item) and wait for it."""
+    def close(self, timeout: float | None = None) -> None:
+        """Stop the producer (it ends at its next item) and wait for it: at most ``timeout``
+        seconds (a Ctrl-C must not wait for a long item), after which it is left to end on its
+        own (a daemon thread that puts nothing more anywhere)."""
         if self._thread is None:
             return
         self._stop.set()
+        deadline = None if timeout is None else time.monotonic() + timeout
         while self._thread.is_alive():
+            if deadline is not None and time.monotonic() > deadline:
+                logger.warning("the %s thread is still on its current item; it ends on its own", self._thread.name)
+                return
             try:  # unblock a producer waiting on a full queue
                 self._queue.get(timeout=0.05)
             except queue.Empty:
@@ -89,7 +109,14 @@ class Prefetch(Generic[T]):
 
     def _consume(self) -> Iterator[T]:
         while True:
-            item, exc = self._queue.get()
+            try:
+                item, exc = self._queue.get(timeout=0.1)
+            except queue.Empty:
+                # a consumer on another thread (a stage of a pipeline) must not wait for ever on
+                # a producer that close() stopped before it could say it ended
+                if self._stop.is_set() and self._thread is not None and not self._thread.is_alive() and self._queue.empty():
+                    raise PrefetchStopped(f"the {self._thread.name} thread was stopped") from None
+                continue
             if item is self._DONE:
                 if exc is not None:
                     raise exc
