@@ -327,8 +327,7 @@ class LandmarkEncoder:
         inputs = _inputs(texts, doc_ids, sentences, "prepare_documents")
         if batch_tokens is None and self.device.type == "cuda":
             batch_tokens = self.auto_batch_tokens()
-        groups = list(self._planned_groups(inputs, batch_size, batch_tokens, segmenter, worker_allowed=False))
-        return PreparedDocuments(groups, len(inputs), sum(g.tokens for g in groups))
+        return PreparedDocuments(list(self._planned_groups(inputs, batch_size, batch_tokens, segmenter, worker_allowed=False)))
 
     def encode_prepared(self, prepared: PreparedDocuments) -> list[EncodedDocument]:
         """The device half of :meth:`encode_documents`: forward, pool, normalise and copy back
@@ -668,8 +667,15 @@ class PreparedDocuments(NamedTuple):
     :meth:`LandmarkEncoder.encode_prepared` of the same encoder; its contents are internal."""
 
     groups: list[_GroupPlan]
-    documents: int
-    tokens: int  # text tokens of all documents, as tokenised (``EncodedDocument.tokens`` summed)
+
+    @property
+    def documents(self) -> int:
+        return sum(len(g.docs) for g in self.groups)
+
+    @property
+    def tokens(self) -> int:
+        """Text tokens of all documents, as tokenised (``EncodedDocument.tokens`` summed)."""
+        return sum(g.tokens for g in self.groups)
 
 
 def _pack(jobs: list[Job], pad_id: int, pin: bool) -> _Packed:

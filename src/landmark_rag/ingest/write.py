@@ -342,12 +342,14 @@ def encoded_groups(
         group, prepared = item
         encoder = loader()
         encoded = encode_group(group, encoder, errors, prepared)
+        rest = _encode_each(it, encoder, errors)
         if not encoder.overlap_store:
             yield group, encoded
-            continue
-        with Prefetch(_encode_each(it, encoder, errors), depth=1, name="landmark-encode") as rest:
-            yield group, encoded  # stored while the next groups encode
             yield from rest
+            return
+        with Prefetch(rest, depth=1, name="landmark-encode") as ahead:
+            yield group, encoded  # stored while the next groups encode
+            yield from ahead
         return
 
 
