@@ -12,7 +12,11 @@ same SQuAD articles (joined per article, ``--copies`` times):
   ``prepare_documents`` (segment, tokenise, lay out, pad) and ``encode_prepared`` (forward,
   pooling, copy back), timed one after the other: the slower one bounds the default;
 - ``landmark host side``: the same call with a 1-layer, 32-wide model of the same
-  tokenizer, whose forward costs next to nothing: what the host pipeline can feed;
+  tokenizer, whose forward costs little (on a GPU; on a 2-core CPU it is most of the call);
+- ``landmark host side, forward skipped``: the default's call with its model replaced by one
+  that returns zeros at once (``host_pipeline.FreeForward``): segmentation, tokenisation,
+  layout, padding, pooling, normalising and the copy back, all of the host's work and
+  nothing else: what the host pipeline can feed a device that costs nothing;
 - ``tokenizer, one thread``: one single-threaded pass of the fast tokenizer over the same
   texts (``tokenizers.Tokenizer.encode``), the yardstick for the host side;
 - ``sentence-transformers per sentence``: ``SentenceTransformer.encode`` of the same
@@ -239,6 +243,15 @@ def main(argv: list[str] | None = None) -> dict:
     if "host" not in skip:
         add("landmark host side (1-layer, 32-wide model)",
             best_time(lambda: tiny.encode_documents(texts), args.rounds, device))
+        from host_pipeline import FreeForward
+
+        real = full.model
+        full.model = FreeForward(real)
+        try:
+            add("landmark host side, forward skipped", best_time(lambda: full.encode_documents(texts), args.rounds, device),
+                "the default's layout, its model returning zeros")
+        finally:
+            full.model = real
     if "index" not in skip:
         # one copy of the articles: a store's writes cost the same per token on any device
         once = texts[: len(texts) // (args.copies or (4 if cuda else 1))]
@@ -273,6 +286,9 @@ def main(argv: list[str] | None = None) -> dict:
     host = rate.get("landmark host side (1-layer, 32-wide model)")
     if host:
         ratios["host side / one-thread tokenizer"] = host / rate["tokenizer, one thread (yardstick)"]
+    skipped = rate.get("landmark host side, forward skipped")
+    if skipped:
+        ratios["host side, forward skipped / one-thread tokenizer"] = skipped / rate["tokenizer, one thread (yardstick)"]
     for label in ("default", "1-layer model"):
         before = rate.get(f"index, {label}, sequential")
         for mode in ("default", "all three"):

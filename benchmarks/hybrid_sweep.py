@@ -34,6 +34,8 @@ BUDGETS = (64, 128, 256, 512)
 GRID = [("rrf", w) for w in (0.3, 0.4, 0.5, 0.6, 0.7)] + [
     ("linear", w) for w in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 ]
+#: lexical_context values tried with every (method, weight): the preceding sentence's BM25 share
+CONTEXTS = (0.0, 0.25, 0.5)
 
 
 def main() -> None:
@@ -58,16 +60,18 @@ def main() -> None:
         rows.append({"system": name, **m})
     for depth in (int(d) for d in args.depths.split(",")):
         for method, weight in GRID:
-            cfg = FusionConfig(mode="hybrid", method=method, weight=weight, depth=depth)
-            m = evaluate_system(HybridSystem(cfg), corpus, ws, BUDGETS)
-            rows.append({"system": "hybrid", "method": method, "weight": weight, "depth": depth, **m})
+            for context in CONTEXTS:
+                cfg = FusionConfig(mode="hybrid", method=method, weight=weight, depth=depth, lexical_context=context)
+                m = evaluate_system(HybridSystem(cfg), corpus, ws, BUDGETS)
+                rows.append({"system": "hybrid", "method": method, "weight": weight, "depth": depth,
+                             "lexical_context": context, **m})
 
-    print("\n| system | method | weight | depth | R@1 | R@5 | MRR@10 | cov@128 | cov@256 |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n| system | method | weight | depth | lexical_context | R@1 | R@5 | MRR@10 | cov@128 | cov@256 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
             f"| {r['system']} | {r.get('method', '')} | {r.get('weight', '')} | {r.get('depth', '')} "
-            f"| {r['recall@1']:.3f} | {r['recall@5']:.3f} | {r['mrr@10']:.3f} "
+            f"| {r.get('lexical_context', '')} | {r['recall@1']:.3f} | {r['recall@5']:.3f} | {r['mrr@10']:.3f} "
             f"| {r['coverage@128']:.3f} | {r['coverage@256']:.3f} |"
         )
     hybrid = [r for r in rows if r["system"] == "hybrid"]
@@ -75,6 +79,7 @@ def main() -> None:
     best = max((r for r in hybrid if r["recall@1"] >= top - 0.005), key=lambda r: (r["coverage@256"], r["recall@1"]))
     print(
         f"\nchosen: method={best['method']} weight={best['weight']} depth={best['depth']} "
+        f"lexical_context={best['lexical_context']} "
         f"(R@1 {best['recall@1']:.3f}, cov@256 {best['coverage@256']:.3f}); "
         f"elapsed {time.perf_counter() - t0:.0f}s"
     )

@@ -290,3 +290,61 @@ def test_modes_through_the_same_expansion(store):
         Request("hybrid", None, vec)
     with pytest.raises(ValueError, match="query vector"):
         Request("dense", "kittens yarn")
+
+
+# ---------------------------------------------------------------------------- lexical context
+DOC_CTX = "The Thames Barrier spans the river at Woolwich. It was completed in 1982. Boats pass through its gates."
+
+
+def test_bm25_context_adds_the_preceding_sentence_of_the_same_document_only():
+    from landmark_rag.store.bm25 import BM25Index
+
+    analyze = make_analyzer("en")
+    corpus = ["thames barrier woolwich", "completed in 1982", "boats gates", "thames tunnel", "rowing clubs"]
+    documents = np.array([0, 0, 0, 1, 1])
+    index = BM25Index.from_texts([str(i) for i in range(5)], corpus, analyze, documents=documents)
+    terms = analyze("thames")
+    own = index.scores(terms)
+    got = index.scores(terms, context=0.5)
+    assert own[1] == 0 and own[2] == 0  # neither names the river
+    np.testing.assert_allclose(got, own + 0.5 * np.array([0, own[0], own[1], 0, own[3]]), rtol=1e-6)
+    assert got[3] == own[3]  # the first sentence of document 1 takes nothing from document 0
+    assert {r for r, _ in index.top(terms, 5, context=0.5)} == {0, 1, 3, 4}  # each match's successor matches too
+    assert {r for r, _ in index.top(terms, 5)} == {0, 3}
+    alone = BM25Index.from_texts([str(i) for i in range(5)], corpus, analyze)  # no documents: no predecessor
+    np.testing.assert_array_equal(alone.scores(terms, context=0.5), own)
+    with pytest.raises(ValueError, match="context"):
+        index.scores(terms, context=-0.1)
+    with pytest.raises(ValueError, match="one label per row"):
+        BM25Index.from_texts(["0", "1"], corpus[:2], analyze, documents=np.array([0]))
+
+
+def test_store_lexical_context_follows_each_document_and_survives_the_cache(tmp_path, store):
+    store.add_document(encode(DOC_CTX, "ctx"))
+    store.add_document(encode("The Woolwich ferry is free.", "ferry"))  # its only sentence ranks on its own
+    plain = StoreLexicalIndex(store)
+    assert texts(plain.query("when was the Thames Barrier completed", 3))[0] == (
+        "The Thames Barrier spans the river at Woolwich."
+    )
+    assert "It was completed in 1982." in texts(plain.query("when was the Thames Barrier completed", 3))
+    ctx = StoreLexicalIndex(store, context=0.5)
+    ranked = ctx.candidates("Thames Barrier", 5)
+    assert [u for u, _ in ranked][:2] == ["ctx:0", "ctx:1"]  # "It was completed" inherits half the name's score
+    assert dict(ranked)["ctx:1"] == pytest.approx(0.5 * dict(ranked)["ctx:0"])
+    ids, scores = StoreLexicalIndex(store, context=0.5).scores("Thames Barrier")  # a new reader, from the cache
+    got = dict(zip(ids, scores.tolist(), strict=True))
+    assert got == pytest.approx({**dict(ranked), "ctx:2": 0.0, "ferry:0": 0.0})  # one sentence back, not two
+    with pytest.raises(ValueError, match="lexical context"):
+        StoreLexicalIndex(store, context=1.5)
+
+
+def test_fusion_lexical_context_reaches_the_index_and_is_validated(tmp_path):
+    from landmark_rag.encode import LandmarkConfig
+
+    with pytest.raises(ValueError, match="lexical_context"):
+        FusionConfig(lexical_context=-0.5)
+    cfg = LandmarkConfig(fusion={"mode": "hybrid", "method": "linear", "weight": 0.6, "lexical_context": 0.5})
+    assert model_fusion(cfg).lexical_context == 0.5
+    assert model_fusion(cfg, lexical_context=0.0).lexical_context == 0.0
+    assert model_fusion(LandmarkConfig(fusion={"mode": "hybrid"})).lexical_context == 0.0  # older configs: alone
+    assert LandmarkConfig.from_dict(cfg.to_dict()).fusion == cfg.fusion

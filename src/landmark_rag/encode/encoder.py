@@ -20,7 +20,7 @@ from landmark_rag.encode.config import LandmarkConfig, Pooling
 from landmark_rag.encode.layout import Job, Layout, token_id
 from landmark_rag.encode.models.fingerprint import weights_fingerprint
 from landmark_rag.encode.models.loading import load_pretrained
-from landmark_rag.encode.pooling import last_hidden, pool_gathered
+from landmark_rag.encode.pooling import last_hidden, pool_gathered, span_tokens
 from landmark_rag.encode.prepare import measure_documents
 from landmark_rag.encode.runtime import process as prepare_process
 from landmark_rag.encode.runtime.malloc import pin_mmap_threshold
@@ -472,12 +472,13 @@ class LandmarkEncoder:
         jobs: list[Job] = []
         for d, doc in enumerate(group):
             jobs.extend(self.layout.document_jobs(doc.toks, d))
-        return _GroupPlan(group, tokens, self._pack_jobs(jobs, batch_size, batch_tokens))
+        mean = self.layout.pooling.reduction == Pooling.MEAN
+        return _GroupPlan(group, tokens, self._pack_jobs(jobs, batch_size, batch_tokens, mean))
 
-    def _pack_jobs(self, jobs: list[Job], batch_size: int, batch_tokens: int | None) -> list[_Packed]:
+    def _pack_jobs(self, jobs: list[Job], batch_size: int, batch_tokens: int | None, mean: bool) -> list[_Packed]:
         order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))  # minimal padding
         pin = self.device.type == "cuda"
-        return [_pack(batch, self.pad_id, pin) for batch in _batches(order, jobs, batch_size, batch_tokens)]
+        return [_pack(batch, self.pad_id, pin, mean) for batch in _batches(order, jobs, batch_size, batch_tokens)]
 
     def _encode_group(self, plan: _GroupPlan) -> list[EncodedDocument]:
         outs = [np.zeros((len(doc.sentences), self.dim), dtype=np.float32) for doc in plan.docs]
@@ -492,7 +493,8 @@ class LandmarkEncoder:
         documents: bool = False, batch_tokens: int | None = None,
     ) -> None:
         """Pool every job into ``outs`` (rows L2-normalised)."""
-        self._run_packed(self._pack_jobs(jobs, batch_size, batch_tokens), outs, mode, show_progress, documents)
+        packed = self._pack_jobs(jobs, batch_size, batch_tokens, mode == Pooling.MEAN)
+        self._run_packed(packed, outs, mode, show_progress, documents)
 
     def _run_packed(
         self, batches: list[_Packed], outs: list[np.ndarray], mode: Pooling, show_progress: bool = False,
@@ -522,8 +524,9 @@ class LandmarkEncoder:
             half = len(batch.jobs) // 2
             logger.warning("out of memory on a batch of %d windows; retrying in halves", len(batch.jobs))
             pin = self.device.type == "cuda"
-            self._run_batch(_pack(batch.jobs[:half], self.pad_id, pin), outs, mode, documents)
-            self._run_batch(_pack(batch.jobs[half:], self.pad_id, pin), outs, mode, documents)
+            mean = batch.spans is not None
+            self._run_batch(_pack(batch.jobs[:half], self.pad_id, pin, mean), outs, mode, documents)
+            self._run_batch(_pack(batch.jobs[half:], self.pad_id, pin, mean), outs, mode, documents)
             return
         except Exception as exc:  # e.g. inductor without a C++ compiler
             if model is None:
@@ -551,12 +554,13 @@ class LandmarkEncoder:
         ids = batch.ids.to(self.device, non_blocking=non_blocking)
         mask = batch.mask.to(self.device, non_blocking=non_blocking)
         index = batch.gather.to(self.device, non_blocking=non_blocking)
+        spans = batch.spans.to(self.device, non_blocking=non_blocking) if batch.spans is not None else None
         # a padded batch's mask as keys only, where the model was checked to read it so
         # (``encode.runtime.padding``): the model then skips expanding it to [B, 1, W, W]
         broadcast = broadcast_padding_dtype(self.model, self.layout) if batch.padded else None
         with autocast(self.device, self.document_autocast if documents else None):
             hidden = last_hidden(model, ids, mask, self.layout, key_padding=broadcast)
-        vecs = pool_gathered(hidden, index[0], index[1], index[2], mode)
+        vecs = pool_gathered(hidden, index[0], index[1], index[2], mode, spans)
         vecs = vecs / vecs.norm(dim=-1, keepdim=True).clamp_min(1e-12)
         return vecs.cpu().numpy()
 
@@ -653,6 +657,7 @@ class _Packed(NamedTuple):
     # not named ``index``: a NamedTuple field of that name would hide tuple.index
     gather: torch.Tensor  # int64 [3, pooled]: row, span start, span end per pooled sentence, in job order
     padded: bool  # whether any row is shorter than the batch (read on the host: no device sync)
+    spans: torch.Tensor | None  # int64 [2, tokens]: mean pooling's token index (``pooling.span_tokens``)
 
 
 class _GroupPlan(NamedTuple):
@@ -678,8 +683,10 @@ class PreparedDocuments(NamedTuple):
         return sum(g.tokens for g in self.groups)
 
 
-def _pack(jobs: list[Job], pad_id: int, pin: bool) -> _Packed:
-    """Pad ``jobs`` with numpy (into pinned memory for a CUDA copy that does not block)."""
+def _pack(jobs: list[Job], pad_id: int, pin: bool, mean: bool = False) -> _Packed:
+    """Pad ``jobs`` with numpy (into pinned memory for a CUDA copy that does not block);
+    ``mean``: also the token index mean pooling adds up, built here on the host (without it,
+    pooling builds the index on the device)."""
     lengths = np.fromiter((len(j.ids) for j in jobs), dtype=np.int64, count=len(jobs))
     width = int(lengths.max())
     n = sum(len(j.sentences) for j in jobs)
@@ -697,7 +704,11 @@ def _pack(jobs: list[Job], pad_id: int, pin: bool) -> _Packed:
         index_np[1, k : k + m] = job.starts
         index_np[2, k : k + m] = job.ends
         k += m
-    return _Packed(jobs, ids, mask, index, bool(lengths.min() < width))
+    spans = None
+    if mean:
+        spans = span_tokens(index[0], index[1], index[2], width)
+        spans = spans.pin_memory() if pin else spans
+    return _Packed(jobs, ids, mask, index, bool(lengths.min() < width), spans)
 
 
 def _groups(docs: Iterable[_Document], group_tokens: int = _GROUP_TOKENS) -> Iterator[tuple[list[_Document], int]]:

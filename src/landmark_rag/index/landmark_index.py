@@ -267,14 +267,18 @@ class LandmarkIndex:
     def lexical(self) -> StoreLexicalIndex:
         """The sentence-level BM25 index over this store (``store.lexical.StoreLexicalIndex``).
 
-        Created on first use, in the ``fusion.language``; it is a cache of the store, built
+        Created on first use, in the ``fusion.language`` and scoring with its
+        ``lexical_context``; it is a cache of the store, built
         from the stored sentences when missing (no vector is touched) and kept in step with
         the store's manifest, so a store indexed before hybrid search existed works as is.
         """
         if self._lexical is None:
             from landmark_rag.store.lexical import StoreLexicalIndex
 
-            self._lexical = StoreLexicalIndex(self.sentence_store, language=self.fusion.language, cache_dir=self._lexical_cache)
+            self._lexical = StoreLexicalIndex(
+                self.sentence_store, language=self.fusion.language, context=self.fusion.lexical_context,
+                cache_dir=self._lexical_cache,
+            )
         return self._lexical
 
     def resolve_mode(self, mode: Mode | str | None = None) -> Mode:

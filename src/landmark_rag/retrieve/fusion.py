@@ -14,7 +14,9 @@ Two methods, chosen per model in ``landmark_config.json`` (``fusion``) on valida
   there. Keeps score gaps (a BM25 hit far ahead of the rest stays far ahead).
 
 Each half contributes its top ``depth`` candidates (``FusionConfig.depth``); units outside
-both lists are not ranked. The same functions serve the search path and the eval harness.
+both lists are not ranked. The lexical half scores a sentence with a share of its predecessor's
+BM25 added (``lexical_context``, ``store/bm25.py``): the landmark vector of a sentence carries
+its context, and the lexical side should see some of it too. The same functions serve the search path and the eval harness.
 """
 
 from __future__ import annotations
@@ -38,7 +40,10 @@ class FusionConfig:
     ``mode``: the default search mode (``dense`` = the model says "dense only");
     ``method``/``weight``: see the module docstring (``weight`` is the dense share, 0-1);
     ``rrf_k``: RRF's rank offset; ``depth``: candidates taken from each half;
-    ``language``: stemming/stop words of the lexical index (``english``, an ISO code, ``none``).
+    ``language``: stemming/stop words of the lexical index (``english``, an ISO code, ``none``);
+    ``lexical_context``: the share of the preceding sentence's BM25 score a sentence adds to its
+    own, in hybrid and lexical searches (0: each sentence alone, as before it existed; the
+    shipped models set 0.5, chosen on validation articles).
     """
 
     mode: Mode = "dense"
@@ -47,6 +52,7 @@ class FusionConfig:
     rrf_k: int = 60
     depth: int = 50
     language: str = "english"
+    lexical_context: float = 0.0
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -57,6 +63,8 @@ class FusionConfig:
             raise ValueError(f"fusion weight must lie in [0, 1], not {self.weight!r}")
         if int(self.rrf_k) < 0 or int(self.depth) < 1:
             raise ValueError("rrf_k must be >= 0 and depth >= 1")
+        if not 0.0 <= float(self.lexical_context) <= 1.0:
+            raise ValueError(f"lexical_context must lie in [0, 1], not {self.lexical_context!r}")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> FusionConfig:

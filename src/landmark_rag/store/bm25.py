@@ -1,5 +1,10 @@
 """BM25 arithmetic over sentences given as term ids: the package's one BM25.
 
+A sentence's score can take in the sentence before it (``context``, see
+:meth:`BM25Index.scores`): a sentence often leaves to its predecessor the name it is about
+("It was founded in 1851." after "The Times is a British newspaper."), which the landmark
+vector of the sentence carries (it is encoded in context) but its own terms do not.
+
 Both lexical rankings the package reports use it: the lexical half of hybrid search
 (:class:`~landmark_rag.store.lexical.StoreLexicalIndex`, over a store's sentences) and the
 evaluation harness's ``bm25`` and ``hybrid`` systems (over a corpus in memory), so every
@@ -26,11 +31,14 @@ class BM25Index:
     why the matrix is built here rather than by ``bm25s``.
 
     ``flat`` holds every sentence's term ids back to back and ``lengths`` their counts.
+    ``documents``: one label per row (e.g. the document id's number), rows of a document
+    consecutive and in sentence order; it tells which row precedes which, for ``context``
+    (``None``: no row has a predecessor).
     """
 
     def __init__(
         self, ids: Sequence[str], flat: np.ndarray, lengths: np.ndarray, vocab: dict[str, int],
-        *, k1: float = 1.5, b: float = 0.75,
+        *, k1: float = 1.5, b: float = 0.75, documents: np.ndarray | None = None,
     ) -> None:
         self.ids = list(ids)
         self.vocab = vocab
@@ -39,6 +47,13 @@ class BM25Index:
         flat = np.asarray(flat, dtype=np.int64)
         if lengths.shape[0] != n or int(lengths.sum()) != flat.shape[0]:
             raise ValueError("ids, term ids and lengths disagree")
+        # follows[r]: row r - 1 is the sentence before row r in the same document
+        self._follows = np.zeros(n, dtype=bool)
+        if documents is not None:
+            documents = np.asarray(documents)
+            if documents.shape != (n,):
+                raise ValueError(f"documents: one label per row expected ({n}), got shape {documents.shape}")
+            self._follows[1:] = documents[1:] == documents[:-1]
         doc = np.repeat(np.arange(n, dtype=np.int64), lengths)
         pairs, tf = np.unique(flat * max(n, 1) + doc, return_counts=True)  # sorted by term, then row
         term, row = pairs // max(n, 1), pairs % max(n, 1)
@@ -51,19 +66,25 @@ class BM25Index:
         self._indptr = np.concatenate([[0], np.cumsum(df)])
 
     @classmethod
-    def from_terms(cls, ids: Sequence[str], rows: Sequence[Sequence[int]], vocab: dict[str, int]) -> BM25Index:
+    def from_terms(
+        cls, ids: Sequence[str], rows: Sequence[Sequence[int]], vocab: dict[str, int], *,
+        documents: np.ndarray | None = None,
+    ) -> BM25Index:
         """From one list of term ids per sentence."""
         lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
         flat = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=int(lengths.sum()))
-        return cls(ids, flat, lengths, vocab)
+        return cls(ids, flat, lengths, vocab, documents=documents)
 
     @classmethod
-    def from_texts(cls, ids: Sequence[str], texts: Sequence[str], analyze: Callable[[str], list[str]]) -> BM25Index:
+    def from_texts(
+        cls, ids: Sequence[str], texts: Sequence[str], analyze: Callable[[str], list[str]], *,
+        documents: np.ndarray | None = None,
+    ) -> BM25Index:
         """From one text per row, analysed by ``analyze`` (``store.analyzer.make_analyzer``):
         an in-memory corpus (the evaluation's systems) in one call."""
         vocab: dict[str, int] = {}
         rows = [[vocab.setdefault(t, len(vocab)) for t in analyze(text)] for text in texts]
-        return cls.from_terms(ids, rows, vocab)
+        return cls.from_terms(ids, rows, vocab, documents=documents)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -73,24 +94,32 @@ class BM25Index:
         """Bytes of the score matrix (values, rows, term pointers)."""
         return int(self._data.nbytes + self._rows.nbytes + self._indptr.nbytes)
 
-    def scores(self, terms: Sequence[str]) -> np.ndarray:
+    def scores(self, terms: Sequence[str], *, context: float = 0.0) -> np.ndarray:
         """float32 BM25 score of every row for a query's terms (zeros when none is known).
 
         A term repeated in the query counts as often as it appears (as in bm25s).
+        ``context``: each row's score plus ``context`` times the score of the sentence before
+        it in its document (``documents``); 0 scores each sentence alone. A sentence whose
+        predecessor matches then matches too, so more rows can score above zero.
         """
+        if context < 0:
+            raise ValueError(f"context must be >= 0, not {context!r}")
         out = np.zeros(len(self.ids), dtype=np.float32)
         for t in terms:
             j = self.vocab.get(t)
             if j is not None and j + 1 < self._indptr.shape[0]:
                 lo, hi = self._indptr[j], self._indptr[j + 1]
                 out[self._rows[lo:hi]] += self._data[lo:hi]  # rows are unique within a term
+        if context and out.shape[0] > 1:
+            own = out.copy()
+            out[1:] += np.float32(context) * np.where(self._follows[1:], own[:-1], np.float32(0))
         return out
 
-    def top(self, terms: Sequence[str], n: int) -> list[tuple[int, float]]:
+    def top(self, terms: Sequence[str], n: int, *, context: float = 0.0) -> list[tuple[int, float]]:
         """Rows with a positive score, best first, at most ``n`` (ties: lower row first)."""
         if n <= 0 or not self.ids:
             return []
-        return ranked_rows(self.scores(terms), n)
+        return ranked_rows(self.scores(terms, context=context), n)
 
 
 def ranked_rows(scores: np.ndarray, n: int) -> list[tuple[int, float]]:

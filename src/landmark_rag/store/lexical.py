@@ -54,7 +54,9 @@ class StoreLexicalIndex:
 
     ``language`` picks stemming and stop words (``english`` default; ISO codes accepted;
     ``none`` for neither); scripts without spaces are indexed as character uni- and bigrams
-    in every language (see :mod:`landmark_rag.store.analyzer`). ``cache_dir``: where the
+    in every language (see :mod:`landmark_rag.store.analyzer`). ``context``: the share of the
+    preceding sentence's score each sentence adds to its own (``BM25Index.scores``; 0: each
+    sentence alone); it changes scores, not the cache. ``cache_dir``: where the
     cache lives; ``None`` -> beside a local store, in memory for a server; ``False`` -> in
     memory always.
     """
@@ -64,11 +66,15 @@ class StoreLexicalIndex:
         store: Any,
         *,
         language: str | None = "english",
+        context: float = 0.0,
         cache_dir: str | os.PathLike[str] | bool | None = None,
         show_progress: bool = False,
     ) -> None:
+        if not 0.0 <= float(context) <= 1.0:
+            raise ValueError(f"lexical context must lie in [0, 1], not {context!r}")
         self.store = store
         self.language = language_name(language)
+        self.context = float(context)
         self.analyze = make_analyzer(self.language)
         self.show_progress = show_progress
         self.cache_dir = cache_folder(store, cache_dir)
@@ -198,7 +204,7 @@ class StoreLexicalIndex:
         if n <= 0:
             return []
         snap = self.snapshot()
-        scores = snap.index.scores(self.analyze(text))
+        scores = snap.index.scores(self.analyze(text), context=self.context)
         if where is None:
             return [(snap.index.ids[r], s) for r, s in ranked_rows(scores, n)]
         out: list[tuple[str, float]] = []
@@ -249,7 +255,7 @@ class StoreLexicalIndex:
     def scores(self, text: str) -> tuple[list[str], np.ndarray]:
         """BM25 score of every indexed sentence (ids, scores), e.g. for evaluation."""
         snap = self.snapshot()
-        return snap.index.ids, snap.index.scores(self.analyze(text))
+        return snap.index.ids, snap.index.scores(self.analyze(text), context=self.context)
 
     @staticmethod
     def _stale(snap: Snapshot, hit: Hit) -> bool:

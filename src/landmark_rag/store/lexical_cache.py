@@ -53,7 +53,9 @@ class Snapshot:
         ids = [i for d in docs.values() for i in d.ids]
         flat = np.concatenate([d.flat for d in docs.values()]) if docs else np.zeros(0, np.int32)
         lengths = np.concatenate([d.lengths for d in docs.values()]) if docs else np.zeros(0, np.int64)
-        return cls(docs, vocab, counts, BM25Index(ids, flat, lengths, vocab))
+        # a document's rows are consecutive and in sentence order (``StoreLexicalIndex._read``)
+        documents = np.repeat(np.arange(len(docs)), [len(d.ids) for d in docs.values()])
+        return cls(docs, vocab, counts, BM25Index(ids, flat, lengths, vocab, documents=documents))
 
 
 class LexicalCache:

@@ -5,7 +5,8 @@ plus the BM25 the package keeps beside a store (``landmark_rag.store.bm25``, the
 the ``bm25`` system reports, over the same sentences, analysed by
 ``landmark_rag.store.analyzer``), fused the way
 ``LandmarkIndex.search(mode="hybrid")`` fuses them (``landmark_rag.retrieve.fusion``: top
-``depth`` of each half). The fusion settings are the model's ``landmark_config.json``
+``depth`` of each half; BM25 with the fusion's ``lexical_context``, the corpus's documents
+telling which sentence precedes which). The fusion settings are the model's ``landmark_config.json``
 ``fusion`` entry; a model that names none (dense only) is fused with the package defaults,
 since this system measures hybrid search by definition. ``fusion`` can be set on an instance
 (the validation sweep in ``benchmarks/hybrid_sweep.py`` does).
@@ -47,7 +48,9 @@ class HybridSystem(LandmarkSystem):
         t0 = time.perf_counter()
         self.analyze = make_analyzer(self.fusion.language)
         texts = [corpus.sentence_text(g) for g in range(corpus.n_sentences)]
-        self.lexical = BM25Index.from_texts([str(g) for g in range(corpus.n_sentences)], texts, self.analyze)
+        self.lexical = BM25Index.from_texts(
+            [str(g) for g in range(corpus.n_sentences)], texts, self.analyze, documents=corpus.sent_doc
+        )
         seconds = time.perf_counter() - t0
         lex_bytes = self.lexical.nbytes
         # charged both halves: a shared dense encoding is still this system's cost
@@ -62,6 +65,7 @@ class HybridSystem(LandmarkSystem):
         t0 = time.perf_counter()
         out = np.empty_like(dense)
         for i, q in enumerate(queries):
-            out[i] = fuse_arrays(dense[i], self.lexical.scores(self.analyze(q)), self.fusion)
+            lexical = self.lexical.scores(self.analyze(q), context=self.fusion.lexical_context)
+            out[i] = fuse_arrays(dense[i], lexical, self.fusion)
         self.query_seconds += time.perf_counter() - t0
         return out
