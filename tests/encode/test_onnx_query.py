@@ -137,3 +137,27 @@ def test_cold_cli_query_skips_torch_and_matches(tmp_path: Path, excerpt_articles
     slow = json.loads(slow_out[: slow_out.rindex("]") + 1])
     assert [(p["doc_id"], p["start"], p["end"]) for p in fast] == [(p["doc_id"], p["start"], p["end"]) for p in slow]
     assert [p["score"] for p in fast] == pytest.approx([p["score"] for p in slow], abs=1e-4)
+
+
+def test_search_settings_come_from_the_model_as_it_is_now(tmp_path: Path) -> None:
+    """A release may change how a model searches (its ``fusion``, its expansion) without touching
+    its weights: a cold query on an export written before must search as the torch path would."""
+    import shutil
+
+    from landmark_rag.encode.models.registry import DEFAULT_MODEL, packaged_model
+
+    model = tmp_path / "model"
+    shutil.copytree(packaged_model(DEFAULT_MODEL), model)
+    encoder = LandmarkEncoder.from_pretrained(str(model), device="cpu")
+    folder = export_query_model(encoder, tmp_path / "cache")
+    assert folder is not None
+    config = json.loads((model / "landmark_config.json").read_text())
+    config["fusion"] = {**config["fusion"], "lexical_context": 0.25, "weight": 0.4}
+    config["expansion"] = "front"
+    (model / "landmark_config.json").write_text(json.dumps(config))
+    fast = load_query_encoder(encoder.config.identity(), tmp_path / "cache")
+    assert fast is not None  # same weights: still trusted
+    assert fast.config.fusion == config["fusion"] and fast.config.expansion == "front"
+    assert fast.config.identity() == encoder.config.identity()
+    torch_now = LandmarkEncoder.from_pretrained(str(model), device="cpu")
+    assert (fast.config.fusion, fast.config.expansion) == (torch_now.config.fusion, torch_now.config.expansion)

@@ -61,3 +61,27 @@ def test_pack_carries_the_index_only_for_mean() -> None:
     rows, starts, ends = _index(jobs)
     assert torch.equal(mean.spans, span_tokens(rows, starts, ends, 12))
     assert torch.equal(mean.gather, landmark.gather)
+
+
+def test_a_batch_retried_in_halves_after_out_of_memory_keeps_mean_vectors(tiny_encoder, monkeypatch) -> None:
+    from landmark_rag.encode.encoder import LandmarkEncoder
+
+    enc = tiny_encoder(pooling="mean", max_length=32)
+    docs = ["Alpha beta gamma. Delta epsilon. Zeta eta theta iota. Kappa lambda mu.", "Nu xi. Omicron pi rho sigma."] * 3
+    want = [d.embeddings for d in enc.encode_documents(docs, batch_size=64)]
+    real = LandmarkEncoder._forward_pool
+    seen: list[int] = []
+
+    def flaky(self, batch, *args, **kwargs):
+        seen.append(len(batch.jobs))
+        if len(seen) == 1:
+            assert len(batch.jobs) > 1 and batch.spans is not None
+            raise torch.OutOfMemoryError("a simulated out-of-memory")
+        assert batch.spans is not None  # the halves are packed for mean pooling again
+        return real(self, batch, *args, **kwargs)
+
+    monkeypatch.setattr(LandmarkEncoder, "_forward_pool", flaky)
+    got = [d.embeddings for d in enc.encode_documents(docs, batch_size=64)]
+    assert seen[1] + seen[2] == seen[0]
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-6)

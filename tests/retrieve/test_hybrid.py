@@ -348,3 +348,55 @@ def test_fusion_lexical_context_reaches_the_index_and_is_validated(tmp_path):
     assert model_fusion(cfg, lexical_context=0.0).lexical_context == 0.0
     assert model_fusion(LandmarkConfig(fusion={"mode": "hybrid"})).lexical_context == 0.0  # older configs: alone
     assert LandmarkConfig.from_dict(cfg.to_dict()).fusion == cfg.fusion
+
+
+def test_bm25_context_needs_the_sentence_right_before():
+    from landmark_rag.store.bm25 import BM25Index
+
+    analyze = make_analyzer("en")
+    # rows 0 and 1 are sentences 0 and 2 of one document: sentence 1 is missing, so no context
+    index = BM25Index(
+        ["d:0", "d:2", "d:3"], np.array([0, 1, 2]), np.array([1, 1, 1]), {"thame": 0, "complet": 1, "boat": 2},
+        documents=np.array([0, 0, 0]), positions=np.array([0, 2, 3]),
+    )
+    assert analyze("thames completed boats") == ["thame", "complet", "boat"]
+    assert index.scores(analyze("thames"), context=0.5)[1] == 0
+    assert index.scores(analyze("completed"), context=0.5)[2] > 0  # 2 -> 3 is a real step
+    with pytest.raises(ValueError, match="one index per row"):
+        BM25Index(["0", "1"], np.array([0, 1]), np.array([1, 1]), {"a": 0, "b": 1},
+                  documents=np.array([0, 0]), positions=np.array([0]))
+
+
+def test_lexical_context_stays_within_documents_as_the_store_changes(store):
+    lex = StoreLexicalIndex(store, context=0.5)
+    store.add_document(encode("Rowing clubs line the Thames.", "clubs"))
+    assert [u for u, _ in lex.candidates("Thames", 5)] == ["clubs:0"]
+    # documents added and replaced after the first build: each one's first sentence takes
+    # nothing from the document before it in the index
+    store.add_document(encode("Tidal mills once stood here. The Thames floods.", "mills"))
+    store.add_document(encode(DOC_CTX, "ctx"))
+    got = dict(lex.candidates("Thames", 10))
+    assert set(got) == {"clubs:0", "mills:1", "ctx:0", "ctx:1"}
+    store.add_document(encode("The Thames is tidal. Mills stood by it.", "mills", 1))  # replaced
+    got = dict(lex.candidates("Thames", 10))
+    assert set(got) == {"clubs:0", "mills:0", "mills:1", "ctx:0", "ctx:1"}
+    assert got["mills:1"] == pytest.approx(0.5 * got["mills:0"])
+    assert got["ctx:0"] > 0 and "ctx:2" not in got
+
+
+def test_landmark_index_searches_with_its_model_lexical_context(tmp_path, tiny_encoder):
+    from landmark_rag.index import LandmarkIndex
+
+    encoder = tiny_encoder()
+    encoder.config.fusion = {"mode": "hybrid", "method": "linear", "weight": 0.6, "lexical_context": 0.5}
+    store = ChromaSentenceStore.open(tmp_path / "db", "ctx", identity=encoder.config.identity())
+    index = LandmarkIndex(store, encoder)
+    index.add_texts([DOC_CTX], ids=["ctx"])
+    assert index.fusion.lexical_context == 0.5 and index.lexical.context == 0.5
+    hits = index.hits("Thames Barrier", 3, mode="lexical")
+    assert [h.sentence.text for h in hits] == [  # the second found through the sentence before it
+        "The Thames Barrier spans the river at Woolwich.", "It was completed in 1982."]
+    plain = LandmarkIndex(store, encoder, fusion={"lexical_context": 0.0})
+    assert plain.lexical.context == 0.0
+    assert [h.sentence.text for h in plain.hits("Thames Barrier", 3, mode="lexical")] == [
+        "The Thames Barrier spans the river at Woolwich."]

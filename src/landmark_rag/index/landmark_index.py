@@ -450,7 +450,8 @@ class LandmarkIndex:
         ``where`` is a Chroma metadata filter on the sentences; ``order`` is ``score`` (best
         first) or ``document`` (reading order). ``mode``: ``hybrid``, ``dense`` or
         ``lexical`` (``None``: the model's default, see :attr:`fusion`); lexical search
-        returns fewer passages when fewer sentences share a term with the query.
+        returns fewer passages when fewer sentences share a term with the query (or follow
+        one that does, with a ``lexical_context``).
         ``query_vector``: a query vector already computed (it is not encoded again).
         """
         mode = self.resolve_mode(mode)

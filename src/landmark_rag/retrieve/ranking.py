@@ -90,7 +90,7 @@ def read_best(request: Request, n: int, sources: Sources) -> Ranked:
 
     Fewer than ``n`` come back when some of the best are hidden (a document being written)
     or, with ``exhausted`` set, when the ranking runs out (lexical: fewer sentences share a
-    term with the query).
+    term with the query, or follow one that does when the fusion has a ``lexical_context``).
     """
     if request.mode != "dense" and sources.lexical is None:
         raise ValueError(f"{request.mode} search needs the query text and a lexical index")

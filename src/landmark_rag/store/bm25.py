@@ -33,12 +33,15 @@ class BM25Index:
     ``flat`` holds every sentence's term ids back to back and ``lengths`` their counts.
     ``documents``: one label per row (e.g. the document id's number), rows of a document
     consecutive and in sentence order; it tells which row precedes which, for ``context``
-    (``None``: no row has a predecessor).
+    (``None``: no row has a predecessor). ``positions``: each row's sentence index within its
+    document, when rows may skip sentences; a row then follows the row before it only when its
+    index is one more (``None``: consecutive rows of a document are consecutive sentences).
     """
 
     def __init__(
         self, ids: Sequence[str], flat: np.ndarray, lengths: np.ndarray, vocab: dict[str, int],
         *, k1: float = 1.5, b: float = 0.75, documents: np.ndarray | None = None,
+        positions: np.ndarray | None = None,
     ) -> None:
         self.ids = list(ids)
         self.vocab = vocab
@@ -54,6 +57,11 @@ class BM25Index:
             if documents.shape != (n,):
                 raise ValueError(f"documents: one label per row expected ({n}), got shape {documents.shape}")
             self._follows[1:] = documents[1:] == documents[:-1]
+            if positions is not None:
+                positions = np.asarray(positions, dtype=np.int64)
+                if positions.shape != (n,):
+                    raise ValueError(f"positions: one index per row expected ({n}), got shape {positions.shape}")
+                self._follows[1:] &= positions[1:] == positions[:-1] + 1
         doc = np.repeat(np.arange(n, dtype=np.int64), lengths)
         pairs, tf = np.unique(flat * max(n, 1) + doc, return_counts=True)  # sorted by term, then row
         term, row = pairs // max(n, 1), pairs % max(n, 1)

@@ -189,6 +189,7 @@ class StoreLexicalIndex:
                     key, [sid for _, sid, _ in sents],
                     np.asarray([t for r in rows for t in r], dtype=np.int32),
                     np.asarray([len(r) for r in rows], dtype=np.int64),
+                    np.asarray([i for i, _, _ in sents], dtype=np.int64),
                 )
             bar.update(len(batch))
         bar.close()
@@ -199,7 +200,10 @@ class StoreLexicalIndex:
         """Top-``n`` ``(sentence id, BM25 score)`` with a positive score, no record read.
 
         With ``where``, candidates failing the metadata filter are dropped first (one id-only
-        read from Chroma per batch), so they take no place in the list.
+        read from Chroma per batch), so they take no place in the list. The filter applies to
+        the candidates, not to the context they were scored with: a sentence that passes keeps
+        the share of its predecessor's score even when the predecessor would not pass (it is
+        still the text before it in the same document).
         """
         if n <= 0:
             return []
@@ -222,8 +226,8 @@ class StoreLexicalIndex:
     def query(self, text: str, n: int, *, where: dict[str, Any] | None = None) -> list[Hit]:
         """Top-``n`` sentences by BM25 as :class:`Hit` (score = BM25), visible ones only.
 
-        Sentences sharing no term with the query are not hits, so fewer than ``n`` come back
-        when fewer match. ``where`` is applied by Chroma. A plain read, like the store's
+        Sentences sharing no term with the query (and, with a ``context``, following no
+        sentence that does) are not hits, so fewer than ``n`` come back when fewer match. ``where`` is applied by Chroma. A plain read, like the store's
         ``nearest``: a few more candidates than ``n`` are read so that a hidden one (a document
         being written) rarely leaves it short; a search that needs more asks again
         (``retrieve/search.py``).

@@ -26,7 +26,8 @@ from landmark_rag.store.bm25 import BM25Index
 
 LEXICAL_DIR = "landmark_lexical"
 #: bump when the cache's files change meaning, so caches of earlier releases rebuild
-FORMAT = 1
+#: (2: each sentence's index within its document is kept, for the lexical context)
+FORMAT = 2
 
 
 @dataclass
@@ -37,6 +38,7 @@ class DocTerms:
     ids: list[str]
     flat: np.ndarray  # int32 term ids of all its sentences, back to back
     lengths: np.ndarray  # int64 number of terms per sentence
+    indices: np.ndarray  # int64 each sentence's index within its document, ascending
 
 
 @dataclass
@@ -53,9 +55,11 @@ class Snapshot:
         ids = [i for d in docs.values() for i in d.ids]
         flat = np.concatenate([d.flat for d in docs.values()]) if docs else np.zeros(0, np.int32)
         lengths = np.concatenate([d.lengths for d in docs.values()]) if docs else np.zeros(0, np.int64)
-        # a document's rows are consecutive and in sentence order (``StoreLexicalIndex._read``)
+        # a document's rows are consecutive and in sentence order (``StoreLexicalIndex._read``);
+        # their indices say which row really is the sentence before another (a gap breaks the chain)
         documents = np.repeat(np.arange(len(docs)), [len(d.ids) for d in docs.values()])
-        return cls(docs, vocab, counts, BM25Index(ids, flat, lengths, vocab, documents=documents))
+        positions = np.concatenate([d.indices for d in docs.values()]) if docs else np.zeros(0, np.int64)
+        return cls(docs, vocab, counts, BM25Index(ids, flat, lengths, vocab, documents=documents, positions=positions))
 
 
 class LexicalCache:
@@ -78,7 +82,7 @@ class LexicalCache:
             if meta.get("signature") != self.signature:
                 return None
             arrays = np.load(self.folder / "terms.npz")
-            flat, lengths = arrays["flat"], arrays["lengths"]
+            flat, lengths, indices = arrays["flat"], arrays["lengths"], arrays["indices"]
         except (OSError, ValueError, KeyError):
             return None  # absent or unreadable: rebuilt from the store
         vocab = {t: i for i, t in enumerate(meta["vocab"])}
@@ -87,7 +91,9 @@ class LexicalCache:
         row = 0
         for d, key, ids in meta["docs"]:
             n = len(ids)
-            docs[d] = DocTerms(key, list(ids), flat[bounds[row] : bounds[row + n]], lengths[row : row + n])
+            docs[d] = DocTerms(
+                key, list(ids), flat[bounds[row] : bounds[row + n]], lengths[row : row + n], indices[row : row + n]
+            )
             row += n
         return Snapshot.build(docs, vocab, tuple(meta["counts"]))
 
@@ -117,6 +123,9 @@ class LexicalCache:
                 flat=np.concatenate([d.flat for d in snap.docs.values()]) if snap.docs else np.zeros(0, np.int32),
                 lengths=(
                     np.concatenate([d.lengths for d in snap.docs.values()]) if snap.docs else np.zeros(0, np.int64)
+                ),
+                indices=(
+                    np.concatenate([d.indices for d in snap.docs.values()]) if snap.docs else np.zeros(0, np.int64)
                 ),
             )
             (tmp / "state.json").write_text(json.dumps(meta))

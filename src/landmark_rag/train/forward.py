@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from landmark_rag.encode.config import Pooling
 from landmark_rag.encode.layout import Job, Layout, sentence_pieces
-from landmark_rag.encode.pooling import last_hidden, pad_batch, pool_gathered
+from landmark_rag.encode.pooling import last_hidden, pad_batch, pool_gathered, span_tokens
 from landmark_rag.segment.tokens import text_tokenizer
 from landmark_rag.train.examples import TrainExample
 
@@ -110,6 +110,9 @@ class PreparedJobs:
     starts: torch.Tensor
     ends: torch.Tensor
     counts: list[int]
+    #: mean pooling's token index (``encode.pooling.span_tokens``), built with the batch on the
+    #: host so a GPU step never waits for a count to come back; ``None`` builds it on the device
+    spans: torch.Tensor | None = None
 
     def to(self, device: torch.device | str) -> PreparedJobs:
         """The tensors on ``device`` (asynchronous from pinned memory)."""
@@ -117,14 +120,17 @@ class PreparedJobs:
         blocking = not (device.type == "cuda" and self.ids.is_pinned())
         move = lambda t: t.to(device, non_blocking=not blocking)
         return PreparedJobs(
-            move(self.ids), move(self.mask), move(self.rows), move(self.starts), move(self.ends), self.counts
+            move(self.ids), move(self.mask), move(self.rows), move(self.starts), move(self.ends), self.counts,
+            move(self.spans) if self.spans is not None else None,
         )
 
 
-def prepare_jobs(jobs: Sequence[Job], n_out: Sequence[int], pad_id: int, pin: bool = False) -> PreparedJobs:
+def prepare_jobs(
+    jobs: Sequence[Job], n_out: Sequence[int], pad_id: int, pin: bool = False, mean: bool = False
+) -> PreparedJobs:
     """Pad ``jobs`` and build their gather index; ``n_out[g]`` vectors are expected of group
     ``g`` (``job.doc``), each unit pooled exactly once. ``pin``: page-locked host memory, so
-    the copy to a GPU can overlap the step before it."""
+    the copy to a GPU can overlap the step before it; ``mean``: also mean pooling's token index."""
     ids, mask = pad_batch(jobs, pad_id)
     offsets = np.concatenate([[0], np.cumsum(np.asarray(n_out, dtype=np.int64))])
     total = int(offsets[-1])
@@ -139,11 +145,13 @@ def prepare_jobs(jobs: Sequence[Job], n_out: Sequence[int], pad_id: int, pin: bo
     if (rows < 0).any():
         g = int(np.searchsorted(offsets, int(np.flatnonzero(rows < 0)[0]), side="right")) - 1
         raise RuntimeError(f"group {g}: pooled {int((rows[offsets[g]:offsets[g + 1]] >= 0).sum())} of {n_out[g]} vectors")
-    out = PreparedJobs(ids, mask, torch.from_numpy(rows), torch.from_numpy(starts), torch.from_numpy(ends),
-                       [int(n) for n in n_out])
+    index = (torch.from_numpy(rows), torch.from_numpy(starts), torch.from_numpy(ends))
+    spans = span_tokens(*index, ids.shape[1]) if mean else None
+    out = PreparedJobs(ids, mask, *index, [int(n) for n in n_out], spans)
     if pin:
         out = PreparedJobs(out.ids.pin_memory(), out.mask.pin_memory(), out.rows.pin_memory(),
-                           out.starts.pin_memory(), out.ends.pin_memory(), out.counts)
+                           out.starts.pin_memory(), out.ends.pin_memory(), out.counts,
+                           spans.pin_memory() if spans is not None else None)
     return out
 
 
@@ -151,7 +159,7 @@ def pool_prepared(forward: Forward, prepared: PreparedJobs, mode: Pooling, devic
     """Run a prepared batch and return, per output group, ``[counts[g], dim]`` L2-normalised
     vectors, pooled by inference's own ``encode.pooling.pool_gathered`` (one gather for the batch)."""
     p = prepared.to(device)
-    vecs = pool_gathered(forward(p.ids, p.mask), p.rows, p.starts, p.ends, mode)
+    vecs = pool_gathered(forward(p.ids, p.mask), p.rows, p.starts, p.ends, mode, p.spans)
     return list(torch.split(F.normalize(vecs, dim=-1), p.counts))
 
 
@@ -161,7 +169,8 @@ def pool_jobs(
     """Run ``jobs`` in one padded batch and return, per output group, ``[n_out[g], dim]``
     L2-normalised vectors. ``job.doc`` names the output group; ``mode`` is ``LANDMARK`` or
     ``MEAN`` (``encode.pooling.pool``)."""
-    return pool_prepared(forward, prepare_jobs(jobs, n_out, pad_id), mode, torch.device(device))
+    prepared = prepare_jobs(jobs, n_out, pad_id, mean=mode == Pooling.MEAN)
+    return pool_prepared(forward, prepared, mode, torch.device(device))
 
 
 def document_jobs(

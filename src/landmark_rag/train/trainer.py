@@ -209,11 +209,12 @@ class Trainer:
         the distillation target has not embedded yet. Runs on the prefetch thread."""
         layout, pin = self.layout, self.device.type == "cuda"
         jobs, counts = document_jobs(layout, batch, self.tokens.units)
-        units = prepare_jobs(jobs, counts, layout.pad_id, pin)
+        units = prepare_jobs(jobs, counts, layout.pad_id, pin, mean=layout.pooling.reduction == Pooling.MEAN)
         queries = None
         if stage.contrastive_weight:
             texts = [q for ex in batch for q in ex.queries]
-            queries = prepare_jobs(self.tokens.query_jobs(texts), [len(texts)], layout.pad_id, pin)
+            mean = layout.query_pooling.reduction == Pooling.MEAN
+            queries = prepare_jobs(self.tokens.query_jobs(texts), [len(texts)], layout.pad_id, pin, mean=mean)
         if stage.distill_weight and self.context_teacher is None:
             self.tokens.standalone([u for ex in batch for u in ex.units if u not in self._teacher_cache])
         return StepInputs(units, queries)

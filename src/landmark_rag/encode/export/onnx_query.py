@@ -13,7 +13,10 @@ that found no export), it writes the query network of the store's model once int
 ``query.json`` with the config and input layout). ``KEY`` hashes the model identity the
 store records (name, pooling, landmark set-up, weights fingerprint), so a later ``query`` on
 that store finds it without loading anything, and re-checks the fingerprint against the
-weight files it was exported from before trusting it. The export needs torch's ONNX exporter
+weight files it was exported from before trusting it. Settings that change searches but not
+query vectors (``fusion``, ``expansion``) are read from the model's current
+``landmark_config.json`` when the export is loaded, as the torch path reads them, so a release
+that changes only them reaches a cold query too. The export needs torch's ONNX exporter
 (``onnx``); the fast path needs only ``onnxruntime`` (both in the ``onnx`` extra). Without
 them, or with ``LANDMARK_RAG_ONNX=0``, everything runs on torch as before.
 
@@ -48,6 +51,8 @@ EXPORT_VERSION = 1
 #: Environment variable that switches the ONNX query path off (``0``, ``false``, ``no``).
 ENV_SWITCH = "LANDMARK_RAG_ONNX"
 _FILES = ("model.onnx", "tokenizer.json", "query.json")
+#: Config fields that change how a model searches, not its query vectors: never frozen in an export.
+SEARCH_SETTINGS = ("fusion", "expansion", "expansion_params")
 
 
 def enabled() -> bool:
@@ -183,10 +188,10 @@ class OnnxQueryEncoder:
         meta = json.loads((folder / "query.json").read_text())
         data = dict(meta["config"])
         fingerprint = data.pop("weights_fingerprint", None)
-        self.config = LandmarkConfig.from_dict(data)
+        self.weight_locations = list(meta["weight_locations"])
+        self.config = LandmarkConfig.from_dict({**data, **_current_search_settings(self.weight_locations)})
         self.config.weights_fingerprint = fingerprint
         self.dim = int(meta["dim"])
-        self.weight_locations = list(meta["weight_locations"])
         self.tokenizer = _Tokenizer(folder / "tokenizer.json")
         self.layout = _query_layout(self.tokenizer, self.config, meta)
         options = ort.SessionOptions()
@@ -246,6 +251,19 @@ def _query_layout(tokenizer: _Tokenizer, config: LandmarkConfig, meta: dict[str,
         pooling=config.pooling, query_pooling=config.query_pooling, query_instruction=config.query_instruction,
         landmark_attention=config.landmark_attention, landmark_span=config.landmark_span,
     )
+
+
+def _current_search_settings(locations: Sequence[str]) -> dict[str, Any]:
+    """``fusion`` and ``expansion`` as the model's ``landmark_config.json`` says now (the last
+    weight location that has one: an adapter's folder after its base), or nothing when none
+    has one, in which case the exported values stand."""
+    for location in reversed(locations):
+        folder = Path(location)
+        if (folder / "landmark_config.json").is_file():
+            current = LandmarkConfig.load(folder)
+            data = current.to_dict() if current is not None else {}
+            return {k: data[k] for k in SEARCH_SETTINGS if k in data}
+    return {}
 
 
 def load_query_encoder(identity: dict[str, Any], root: Path | None = None) -> OnnxQueryEncoder | None:
