@@ -150,28 +150,24 @@ class Layout:
             return self.standalone_jobs(toks, doc)
         prefix, suffix = self._wrap()
         landmark = self.pooling is Pooling.LANDMARK
-        lmk = np.asarray([self.lmk_id], dtype=np.int64)
-        lengths = [len(t) + (1 if landmark else 0) for t in toks]
-        windows, assigned = plan_windows(lengths, self.budget, self.overlap, self.left_context_only)
+        if not toks:
+            return []
+        # the document's ids laid out once (a landmark after each sentence): every window is a
+        # slice of them, so the work per window is numpy's, not a loop over its sentences
+        sizes = np.fromiter((len(t) for t in toks), dtype=np.int64, count=len(toks))
+        flat = np.concatenate(toks)
+        if landmark:
+            flat = np.insert(flat, np.cumsum(sizes), self.lmk_id)
+            sizes = sizes + 1
+        windows, assigned = plan_windows(sizes, self.budget, self.overlap, self.left_context_only)
+        offsets = np.concatenate([[0], np.cumsum(sizes)])  # where each sentence starts in ``flat``
         jobs = []
         for w, (a, b) in enumerate(windows):
-            parts = [prefix]
-            pos = len(prefix)
-            sel, starts, ends = [], [], []
-            for i in range(a, b):
-                t = toks[i]
-                parts.append(t)
-                if landmark:
-                    parts.append(lmk)
-                if assigned[i] == w:
-                    sel.append(i)
-                    starts.append(pos)
-                    ends.append(pos + len(t) + (1 if landmark else 0))
-                pos += lengths[i]
-            parts.append(suffix)
-            ids = np.concatenate(parts)[: self.max_length]
-            if sel:
-                jobs.append(Job(ids, doc, np.array(sel), np.array(starts), np.minimum(np.array(ends), len(ids))))
+            ids = np.concatenate([prefix, flat[offsets[a] : offsets[b]], suffix])[: self.max_length]
+            sel = np.flatnonzero(assigned[a:b] == w) + a
+            if len(sel):
+                starts = len(prefix) + offsets[sel] - offsets[a]
+                jobs.append(Job(ids, doc, sel, starts, np.minimum(starts + sizes[sel], len(ids))))
         return jobs
 
     def standalone_jobs(self, toks: Sequence[np.ndarray], doc: int = 0) -> list[Job]:

@@ -14,7 +14,7 @@ import numpy as np
 
 
 def plan_windows(
-    lengths: Sequence[int], budget: int, overlap: int, causal: bool
+    lengths: Sequence[int] | np.ndarray, budget: int, overlap: int, causal: bool
 ) -> tuple[list[tuple[int, int]], np.ndarray]:
     """Plan windows over sentences of the given token lengths.
 
