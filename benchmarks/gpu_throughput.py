@@ -11,6 +11,9 @@ same SQuAD articles (joined per article, ``--copies`` times):
 - ``landmark default, host half alone`` / ``device half alone``: the same call's two halves,
   ``prepare_documents`` (segment, tokenise, lay out, pad) and ``encode_prepared`` (forward,
   pooling, copy back), timed one after the other: the slower one bounds the default;
+  ``tokenizer, batch call over the sentences`` is the tokenising inside that host half (the
+  fast tokenizer's batch call, every core, over the same sentences): the rest of the host half
+  is Python in this process;
 - ``landmark host side``: the same call with a 1-layer, 32-wide model of the same
   tokenizer, whose forward costs little (on a GPU; on a 2-core CPU it is most of the call);
 - ``landmark host side, forward skipped``: the default's call with its model replaced by one
@@ -237,6 +240,13 @@ def main(argv: list[str] | None = None) -> dict:
         add("landmark default, device half alone (encode_prepared)",
             best_time(lambda: full.encode_prepared(prepared), args.rounds, device), "forward, pool, copy back")
         del prepared
+        from landmark_rag.segment import segment_sentences
+
+        # segmented without the encoder: its tokenising would be cached for the rows after this one
+        pieces = [s.text for t in texts for s in segment_sentences(t)]
+        batch_call = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
+        add("tokenizer, batch call over the sentences", best_time(
+            lambda: batch_call(pieces, add_special_tokens=False), args.rounds, device), "all cores; part of the host half")
     tiny = None
     if "host" not in skip or "index" not in skip:
         tiny = LandmarkEncoder.from_pretrained(build_model_dir(args.arch, tmp / "tiny", tiny=True), device=device)
@@ -286,6 +296,10 @@ def main(argv: list[str] | None = None) -> dict:
     host = rate.get("landmark host side (1-layer, 32-wide model)")
     if host:
         ratios["host side / one-thread tokenizer"] = host / rate["tokenizer, one thread (yardstick)"]
+    half, batch = rate.get("landmark default, host half alone (prepare_documents)"), rate.get(
+        "tokenizer, batch call over the sentences")
+    if half and batch:
+        ratios["host half: share of its time in the tokenizer's batch call"] = half / batch
     skipped = rate.get("landmark host side, forward skipped")
     if skipped:
         ratios["host side, forward skipped / one-thread tokenizer"] = skipped / rate["tokenizer, one thread (yardstick)"]
