@@ -706,7 +706,7 @@ def _pack(jobs: list[Job], pad_id: int, pin: bool, mean: bool = False) -> _Packe
         k += m
     spans = None
     if mean:
-        spans = span_tokens(index[0], index[1], index[2], width)
+        spans = torch.from_numpy(span_tokens(index_np[0], index_np[1], index_np[2], width))
         spans = spans.pin_memory() if pin else spans
     return _Packed(jobs, ids, mask, index, bool(lengths.min() < width), spans)
 

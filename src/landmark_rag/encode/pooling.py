@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from landmark_rag.encode.config import Pooling
@@ -81,18 +82,20 @@ def pool(hidden: torch.Tensor, jobs: Sequence[Job], mode: Pooling) -> list[torch
     return out
 
 
-def span_tokens(rows: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor, width: int) -> torch.Tensor:
+def span_tokens(rows: np.ndarray, starts: np.ndarray, ends: np.ndarray, width: int) -> np.ndarray:
     """The token positions mean pooling sums: int64 ``[2, tokens]``, per token of every span
     ``[starts[k], ends[k])`` of batch row ``rows[k]``, its span ``k`` and its position in the
     flattened ``[rows * width]`` batch, spans in order.
 
-    Built where the indices are (the host, for a batch about to be copied to a device: then
-    the device never waits for a count it would have to read back)."""
-    lens = (ends - starts).clamp(min=0)
-    seg = torch.arange(rows.shape[0], device=rows.device).repeat_interleave(lens)
-    first = lens.cumsum(0) - lens  # each span's first slot in the token list
-    offset = torch.arange(seg.shape[0], device=rows.device) - first[seg]
-    return torch.stack([seg, rows[seg] * width + starts[seg] + offset])
+    numpy on the host, where a batch is padded: its arrays are small, where a framework's
+    per-operation overhead would cost more than the arithmetic, and a batch then reaches a
+    device with its index, so the device never waits for a count it would have to read back."""
+    rows, starts, ends = (np.asarray(x, dtype=np.int64) for x in (rows, starts, ends))
+    lens = np.maximum(ends - starts, 0)
+    seg = np.repeat(np.arange(rows.shape[0], dtype=np.int64), lens)
+    first = np.cumsum(lens) - lens  # each span's first slot in the token list
+    offset = np.arange(seg.shape[0], dtype=np.int64) - first[seg]
+    return np.stack([seg, rows[seg] * width + starts[seg] + offset])
 
 
 def pool_gathered(
@@ -111,8 +114,9 @@ def pool_gathered(
         return hidden[rows, ends - 1].float()
     if mode != Pooling.MEAN:
         raise ValueError(f"pooling mode must be 'landmark' or 'mean', not {mode!r}")
-    if tokens is None:
-        tokens = span_tokens(rows, starts, ends, hidden.shape[1])
+    if tokens is None:  # a caller that packed no index: built from the indices, wherever they are
+        host = span_tokens(rows.cpu().numpy(), starts.cpu().numpy(), ends.cpu().numpy(), hidden.shape[1])
+        tokens = torch.from_numpy(host).to(hidden.device)
     flat = hidden.reshape(-1, hidden.shape[2])[tokens[1]].float()
     sums = flat.new_zeros(rows.shape[0], hidden.shape[2]).index_add_(0, tokens[0], flat)
     return sums / (ends - starts).clamp(min=1).unsqueeze(1).float()

@@ -146,7 +146,7 @@ def prepare_jobs(
         g = int(np.searchsorted(offsets, int(np.flatnonzero(rows < 0)[0]), side="right")) - 1
         raise RuntimeError(f"group {g}: pooled {int((rows[offsets[g]:offsets[g + 1]] >= 0).sum())} of {n_out[g]} vectors")
     index = (torch.from_numpy(rows), torch.from_numpy(starts), torch.from_numpy(ends))
-    spans = span_tokens(*index, ids.shape[1]) if mean else None
+    spans = torch.from_numpy(span_tokens(rows, starts, ends, ids.shape[1])) if mean else None
     out = PreparedJobs(ids, mask, *index, [int(n) for n in n_out], spans)
     if pin:
         out = PreparedJobs(out.ids.pin_memory(), out.mask.pin_memory(), out.rows.pin_memory(),
