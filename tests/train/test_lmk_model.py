@@ -30,7 +30,7 @@ def test_packaged_lmk_model_files():
     path = packaged_model(NAME)
     assert path is not None
     cfg = json.loads((path / "landmark_config.json").read_text())
-    assert cfg["pooling"] == "landmark" and cfg["expansion"] == "front"
+    assert cfg["pooling"] == "landmark" and cfg["expansion"] == "surround"
     assert cfg["model_name"] == NAME and cfg["base_model"] == BASE_MODEL
     assert not any(path.glob("model*.safetensors"))  # base weights stay in their pip package
     assert sum(f.stat().st_size for f in path.iterdir()) < 5_000_000
@@ -57,9 +57,10 @@ def test_retrieves_the_answer_sentence_of_a_real_paragraph(lmk):
     hits = 0
     for q, row in zip(qs, scores, strict=True):
         best = doc.sentences[int(np.argmax(row))]
-        # Front-3 passage ending at the hit, the model's own expansion
-        first = doc.sentences[max(0, best.index - 2)]
-        passage = para["context"][first.start : best.end]
+        # Surround 1/1 around the hit, the model's own expansion
+        first = doc.sentences[max(0, best.index - 1)]
+        last = doc.sentences[min(len(doc.sentences) - 1, best.index + 1)]
+        passage = para["context"][first.start : last.end]
         hits += any(a["text"] in passage for a in q["answers"])
     assert hits >= 0.75 * len(qs), hits
 
