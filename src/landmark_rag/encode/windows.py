@@ -8,6 +8,7 @@ ones (a causal token never sees what follows it).
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
 import numpy as np
@@ -31,10 +32,11 @@ def plan_windows(
     overlap = max(0, min(overlap, budget // 2))
     prefix = np.concatenate([[0], np.cumsum(np.asarray(lengths, dtype=np.int64))])
     windows: list[tuple[int, int]] = []
+    at = prefix.tolist()  # bisect on a list: a numpy call per scalar lookup costs more than the search
     a = 0
     while True:
         # furthest b with tokens(a..b) <= budget, at least one sentence
-        b = int(np.searchsorted(prefix, prefix[a] + budget, side="right")) - 1
+        b = bisect_right(at, at[a] + budget) - 1
         b = max(b, a + 1)
         b = min(b, n)
         windows.append((a, b))
@@ -42,16 +44,20 @@ def plan_windows(
             break
         # next window starts so that it re-reads about `overlap` tokens of this one, but
         # late enough that it still fits sentence b (else it would add nothing new)
-        s = int(np.searchsorted(prefix, prefix[b] - overlap, side="left"))
-        fit = int(np.searchsorted(prefix, prefix[b + 1] - budget, side="left"))
+        s = bisect_left(at, at[b] - overlap)
+        fit = bisect_left(at, at[b + 1] - budget)
         a = min(max(s, fit, a + 1), b)
-    best = np.full(n, -1, dtype=np.int64)
-    best_score = np.full(n, -1, dtype=np.int64)
-    for w, (a, b) in enumerate(windows):
-        idx = np.arange(a, b)
-        left = prefix[idx] - prefix[a]
-        score = left if causal else np.minimum(left, prefix[b] - prefix[idx + 1])
-        better = score > best_score[idx]
-        best[idx[better]] = w
-        best_score[idx[better]] = score[better]
+    # every (window, sentence) pair at once: the sentence's context in that window, then for
+    # each sentence the window with the most (the earliest on a tie)
+    bounds = np.asarray(windows, dtype=np.int64)
+    sizes = bounds[:, 1] - bounds[:, 0]
+    window = np.repeat(np.arange(len(windows), dtype=np.int64), sizes)
+    first = np.repeat(bounds[:, 0], sizes)
+    idx = first + np.arange(window.shape[0], dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    left = prefix[idx] - prefix[first]
+    score = left if causal else np.minimum(left, prefix[bounds[window, 1]] - prefix[idx + 1])
+    order = np.lexsort((window, -score, idx))
+    top = order[np.concatenate([[True], idx[order][1:] != idx[order][:-1]])]
+    best = np.empty(n, dtype=np.int64)
+    best[idx[top]] = window[top]
     return windows, best
