@@ -161,3 +161,17 @@ def test_search_settings_come_from_the_model_as_it_is_now(tmp_path: Path) -> Non
     assert fast.config.identity() == encoder.config.identity()
     torch_now = LandmarkEncoder.from_pretrained(str(model), device="cpu")
     assert (fast.config.fusion, fast.config.expansion) == (torch_now.config.fusion, torch_now.config.expansion)
+
+
+def test_a_plain_model_searches_with_the_plain_defaults(tmp_path: Path) -> None:
+    """A plain model has no config of its own: its export searches with what the torch path
+    gives plain bidirectional models, not with whatever the export froze."""
+    plain = LandmarkEncoder.from_pretrained("all-MiniLM-L6-v2", device="cpu")
+    folder = export_query_model(plain, tmp_path)
+    assert folder is not None
+    meta = json.loads((folder / "query.json").read_text())
+    meta["config"] = {**meta["config"], "expansion": "front", "fusion": {"mode": "hybrid"}}  # an older export's
+    (folder / "query.json").write_text(json.dumps(meta))
+    fast = load_query_encoder(plain.config.identity(), tmp_path)
+    assert fast is not None
+    assert (fast.config.expansion, fast.config.fusion) == (plain.config.expansion, plain.config.fusion) == ("surround", {})

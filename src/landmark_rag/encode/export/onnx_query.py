@@ -254,16 +254,20 @@ def _query_layout(tokenizer: _Tokenizer, config: LandmarkConfig, meta: dict[str,
 
 
 def _current_search_settings(locations: Sequence[str]) -> dict[str, Any]:
-    """``fusion`` and ``expansion`` as the model's ``landmark_config.json`` says now (the last
-    weight location that has one: an adapter's folder after its base), or nothing when none
-    has one, in which case the exported values stand."""
+    """``fusion`` and ``expansion`` as the torch path would find them now: the model's
+    ``landmark_config.json`` (the last weight location that has one: an adapter's folder after
+    its base), or, for a plain model without one, the package's config for plain
+    bidirectional models (only those are exported)."""
+    from landmark_rag.encode.models.registry import plain_bidirectional_config
+
+    current: LandmarkConfig | None = None
     for location in reversed(locations):
         folder = Path(location)
         if (folder / "landmark_config.json").is_file():
             current = LandmarkConfig.load(folder)
-            data = current.to_dict() if current is not None else {}
-            return {k: data[k] for k in SEARCH_SETTINGS if k in data}
-    return {}
+            break
+    data = (current or plain_bidirectional_config()).to_dict()
+    return {k: data[k] for k in SEARCH_SETTINGS if k in data}
 
 
 def load_query_encoder(identity: dict[str, Any], root: Path | None = None) -> OnnxQueryEncoder | None:

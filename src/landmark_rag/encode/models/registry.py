@@ -207,9 +207,16 @@ def plain_model_config(source: ModelSource) -> LandmarkConfig:
             causal = False
     if causal:
         return LandmarkConfig(pooling=Pooling.LANDMARK, query_pooling=Pooling.LANDMARK, causal=True)
-    # a context-free hit is the most relevant sentence itself, not the end of a span:
-    # one sentence either side covers more answers than Front-3 at the same cost
-    # (docs/benchmarks.md, "Boundary expansion strategies")
+    return plain_bidirectional_config()
+
+
+def plain_bidirectional_config() -> LandmarkConfig:
+    """Config of a bidirectional model directory without ``landmark_config.json``: the
+    sentence embedder it was trained to be (each sentence alone, mean-pooled queries).
+
+    A context-free hit is the most relevant sentence itself, not the end of a span: one
+    sentence either side covers more answers than Front-3 at the same cost (docs/benchmarks.md,
+    "Boundary expansion strategies")."""
     return LandmarkConfig(pooling=Pooling.SENTENCE, query_pooling=Pooling.MEAN, causal=False, expansion="surround")
 
 
