@@ -686,7 +686,7 @@ class PreparedDocuments(NamedTuple):
 def _pack(jobs: list[Job], pad_id: int, pin: bool, mean: bool = False) -> _Packed:
     """Pad ``jobs`` with numpy (into pinned memory for a CUDA copy that does not block);
     ``mean``: also the token index mean pooling adds up, built here on the host (without it,
-    pooling builds the index on the device)."""
+    pooling builds the index from the gather index, copied to the host and back)."""
     lengths = np.fromiter((len(j.ids) for j in jobs), dtype=np.int64, count=len(jobs))
     width = int(lengths.max())
     n = sum(len(j.sentences) for j in jobs)

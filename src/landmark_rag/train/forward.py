@@ -111,7 +111,8 @@ class PreparedJobs:
     ends: torch.Tensor
     counts: list[int]
     #: mean pooling's token index (``encode.pooling.span_tokens``), built with the batch on the
-    #: host so a GPU step never waits for a count to come back; ``None`` builds it on the device
+    #: host so a GPU step never waits for a count to come back; ``None``: pooling builds it from the
+    #: gather index (copied to the host and back)
     spans: torch.Tensor | None = None
 
     def to(self, device: torch.device | str) -> PreparedJobs:

@@ -160,7 +160,7 @@ BASE_MODEL = "all-MiniLM-L6-v2"
 #: Trained models that ship inside the package, by name.
 PACKAGED_MODELS: dict[str, Path] = {
     "landmark-minilm": WEIGHTS_DIR / "landmark-minilm",
-    "landmark-minilm-lmk": WEIGHTS_DIR / "landmark-minilm-lmk",  # LMK token, Front-3 (docs/model_card.md)
+    "landmark-minilm-lmk": WEIGHTS_DIR / "landmark-minilm-lmk",  # LMK token, Surround 1/1 (docs/model_card.md)
     "landmark-mpnet": WEIGHTS_DIR / "landmark-mpnet",  # over all-mpnet-base-v2 (the [mpnet] extra)
 }
 
