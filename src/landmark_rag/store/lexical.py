@@ -227,7 +227,8 @@ class StoreLexicalIndex:
         """Top-``n`` sentences by BM25 as :class:`Hit` (score = BM25), visible ones only.
 
         Sentences sharing no term with the query (and, with a ``context``, following no
-        sentence that does) are not hits, so fewer than ``n`` come back when fewer match. ``where`` is applied by Chroma. A plain read, like the store's
+        sentence that does) are not hits, so fewer than ``n`` come back when fewer match.
+        ``where`` is applied by Chroma. A plain read, like the store's
         ``nearest``: a few more candidates than ``n`` are read so that a hidden one (a document
         being written) rarely leaves it short; a search that needs more asks again
         (``retrieve/search.py``).
