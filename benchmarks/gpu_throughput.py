@@ -7,7 +7,10 @@ same SQuAD articles (joined per article, ``--copies`` times):
 
 - ``landmark default``: ``LandmarkEncoder.from_pretrained(DIR).encode_documents`` with the
   default layout (mean pooling, 256-token windows, a quarter-window overlap) and every
-  default of the device: segmentation, tokenisation, windows, forward, pooling, copy back;
+  default of the device: segmentation, tokenisation, windows, forward, pooling, copy back
+  (on an accelerator, with preparation worker processes: ``encode.runtime.process``);
+- ``--workers 0,4,8``: the same call, and its host side with the forward skipped, with that
+  many preparation workers each (0: the producer thread alone, the CPU's default);
 - ``landmark default, host half alone`` / ``device half alone``: the same call's two halves,
   ``prepare_documents`` (segment, tokenise, lay out, pad) and ``encode_prepared`` (forward,
   pooling, copy back), timed one after the other: the slower one bounds the default;
@@ -40,6 +43,7 @@ keeps its best time. Nothing is downloaded: the model is built from a config, th
 
     python benchmarks/gpu_throughput.py                       # CPU: 6 articles
     python benchmarks/gpu_throughput.py --device cuda         # all 24 articles x 4 copies
+    python benchmarks/gpu_throughput.py --device cuda --workers 0,4,8,12 --skip st,bare,index
     python benchmarks/gpu_throughput.py --device cuda --arch mpnet --json out.json
 
 Prints a Markdown table and a JSON object (``--json`` also writes it to a file).
@@ -104,6 +108,21 @@ def best_time(fn: Callable[[], object], rounds: int, device: torch.device) -> fl
         _sync(device)
         best = min(best, time.perf_counter() - t0)
     return best
+
+
+def workers_ready(encoder: object, count: int, timeout: float = 60.0) -> None:
+    """Start ``count`` preparation workers and wait until each has the encoder's tokenizer, so
+    that no timed call prepares its first groups on the producer thread while they boot."""
+    from landmark_rag.encode.runtime import process
+    from landmark_rag.segment.tokens import text_tokenizer
+
+    if count <= 0:
+        return
+    tt = text_tokenizer(encoder.tokenizer)
+    deadline = time.monotonic() + timeout
+    for worker in process.shared_workers(count):
+        while worker.tokenizer_key(tt) is None and worker.alive and time.monotonic() < deadline:
+            time.sleep(0.02)
 
 
 def _sync(device: torch.device) -> None:
@@ -200,6 +219,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--batch-size", type=int, default=None, help="windows per batch of the bare forward (128 CUDA / 16 CPU)")
     ap.add_argument("--st-batch", type=int, default=None, help="sentence-transformers batch (512 CUDA / 64 CPU)")
     ap.add_argument("--skip", default="", help="comma list of systems to skip: st, bare, host, e2e, halves, index")
+    ap.add_argument("--workers", default="",
+                    help="comma list of preparation worker counts to time the default and its host side with "
+                         "(0: the producer thread alone); each count starts its own workers")
+    ap.add_argument("--tasks-per-worker", default="",
+                    help="comma list: the default again with each call cut into this many groups per worker "
+                         "(larger groups: larger batches on the device, fewer groups to share)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     device = torch.device(args.device)
@@ -209,7 +234,10 @@ def main(argv: list[str] | None = None) -> dict:
     texts = load_texts(args.data, args.articles or (24 if cuda else 6), args.copies or (4 if cuda else 1))
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
 
+    from host_pipeline import FreeForward
+
     from landmark_rag.encode.encoder import LandmarkEncoder
+    from landmark_rag.encode.runtime import process
 
     tmp = Path(tempfile.mkdtemp(prefix="gpu-throughput-"))
     full = LandmarkEncoder.from_pretrained(build_model_dir(args.arch, tmp / "full"), device=device)
@@ -228,9 +256,46 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"  {name}: {tokens / seconds:,.0f} tokens/s ({seconds:.2f} s) {note}", file=sys.stderr, flush=True)
 
     dtype = next(full.model.parameters()).dtype
+    auto = process.pool_size(None, None, device.type != "cpu")
     if "e2e" not in skip:
+        workers_ready(full, auto)
         add("landmark default", best_time(lambda: full.encode_documents(texts), args.rounds, device),
-            f"weights {str(dtype).removeprefix('torch.')}")
+            f"weights {str(dtype).removeprefix('torch.')}; {auto} preparation workers")
+    for count in (int(c) for c in args.workers.split(",") if c.strip()):
+        process.close_shared_workers()  # each count starts its own, with its share of the cores
+        full.prepare_process, full.prepare_workers = count > 0, count or None
+        workers_ready(full, count)
+        add(f"landmark default, {count} preparation workers",
+            best_time(lambda: full.encode_documents(texts), args.rounds, device))
+        real = full.model
+        full.model = FreeForward(real)
+        try:
+            add(f"landmark host side, forward skipped, {count} preparation workers",
+                best_time(lambda: full.encode_documents(texts), args.rounds, device))
+        finally:
+            full.model = real
+        full.prepare_process = full.prepare_workers = None
+    process.close_shared_workers()
+    if args.tasks_per_worker:
+        from landmark_rag.encode import encoder as encoder_module
+
+        kept = encoder_module._TASKS_PER_WORKER
+        workers_ready(full, auto)
+        for per in (int(c) for c in args.tasks_per_worker.split(",") if c.strip()):
+            encoder_module._TASKS_PER_WORKER = per
+            add(f"landmark default, {per} groups per worker",
+                best_time(lambda: full.encode_documents(texts), args.rounds, device), f"{auto} preparation workers")
+        encoder_module._TASKS_PER_WORKER = kept
+    if cuda and "e2e" not in skip:
+        # which attention kernels SDPA may pick moves the forward's cost per batch shape
+        workers_ready(full, auto)
+        kept_cudnn = torch.backends.cuda.cudnn_sdp_enabled()
+        torch.backends.cuda.enable_cudnn_sdp(False)
+        try:
+            add("landmark default, cuDNN attention off",
+                best_time(lambda: full.encode_documents(texts), args.rounds, device), "SDPA's other kernels")
+        finally:
+            torch.backends.cuda.enable_cudnn_sdp(kept_cudnn)
     if "halves" not in skip:
         # the two halves of the same call timed apart, one after the other (no overlap): which
         # one bounds the default (the host's preparation or the device's forward and pooling)
@@ -253,8 +318,6 @@ def main(argv: list[str] | None = None) -> dict:
     if "host" not in skip:
         add("landmark host side (1-layer, 32-wide model)",
             best_time(lambda: tiny.encode_documents(texts), args.rounds, device))
-        from host_pipeline import FreeForward
-
         real = full.model
         full.model = FreeForward(real)
         try:

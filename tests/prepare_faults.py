@@ -6,25 +6,25 @@ from __future__ import annotations
 import os
 import sys
 
-from landmark_rag.encode.runtime.process import prepare_texts
+from landmark_rag.encode.runtime.process import prepare_group
 
 
 class ChunkFailed(RuntimeError):
     pass
 
 
-def prepare_or_fail(key, texts, max_tokens, causal):
-    """The real task, except for a chunk with the chronicle in it: an error there."""
+def prepare_or_fail(key, texts, *args):
+    """The real task, except for a group with the chronicle in it: an error there."""
     if any("chronicle" in t for t in texts):
         raise ChunkFailed("cannot prepare the chronicle")
-    return prepare_texts(key, texts, max_tokens, causal)
+    return prepare_group(key, texts, *args)
 
 
-def prepare_or_die(key, texts, max_tokens, causal):
-    """The real task, except for a chunk with the chronicle in it: the worker ends there."""
+def prepare_or_die(key, texts, *args):
+    """The real task, except for a group with the chronicle in it: the worker ends there."""
     if any("chronicle" in t for t in texts):
         os._exit(3)
-    return prepare_texts(key, texts, max_tokens, causal)
+    return prepare_group(key, texts, *args)
 
 
 def loaded(names):

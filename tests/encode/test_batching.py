@@ -1,12 +1,16 @@
-"""Batching by a token budget (``encode_documents(batch_tokens=...)``): padded tokens per batch
-stay under the budget, every window runs exactly once, and the vectors do not depend on it."""
+"""Batching (``encode.batching``): by a token budget (``encode_documents(batch_tokens=...)``)
+padded tokens per batch stay under the budget, every window runs exactly once, and the vectors
+do not depend on it; the padded batches as plain arrays (what a preparation process hands back)
+give the encoder the very jobs it would have made itself."""
 
 from __future__ import annotations
+
+import pickle
 
 import numpy as np
 import pytest
 
-from landmark_rag.encode.encoder import _batches
+from landmark_rag.encode.batching import batch_jobs, pack_arrays, span_tokens
 from landmark_rag.encode.layout import Job
 
 
@@ -18,7 +22,7 @@ def _job(n: int) -> Job:
 def test_token_budget_batches(budget: int) -> None:
     widths = [5, 10, 10, 20, 30, 30, 64, 100]
     jobs = [_job(w) for w in widths]
-    batches = _batches(list(range(len(jobs))), jobs, batch_size=2, batch_tokens=budget)
+    batches = batch_jobs(jobs, batch_size=2, batch_tokens=budget)
     assert [len(j.ids) for b in batches for j in b] == widths  # each once, in order
     for b in batches:
         padded = len(b) * max(len(j.ids) for j in b)
@@ -29,7 +33,7 @@ def test_token_budget_batches(budget: int) -> None:
 
 def test_window_count_batches_unchanged() -> None:
     jobs = [_job(w) for w in (3, 4, 5, 6, 7)]
-    assert [len(b) for b in _batches([0, 1, 2, 3, 4], jobs, batch_size=2, batch_tokens=None)] == [2, 2, 1]
+    assert [len(b) for b in batch_jobs(jobs, batch_size=2, batch_tokens=None)] == [2, 2, 1]
 
 
 def test_vectors_do_not_depend_on_batching(tiny_encoder) -> None:
@@ -39,3 +43,61 @@ def test_vectors_do_not_depend_on_batching(tiny_encoder) -> None:
     b = enc.encode_documents(texts, batch_tokens=100)
     for x, y in zip(a, b, strict=True):
         np.testing.assert_allclose(x.embeddings, y.embeddings, atol=1e-5)
+
+
+def _layout_jobs(enc, texts):
+    jobs = []
+    for d, text in enumerate(texts):
+        sents = enc.segment(text)
+        jobs.extend(enc.layout.document_jobs(enc.layout.tokenize_sentences([s.text for s in sents]), d))
+    return jobs
+
+
+TEXTS = [
+    " ".join(f"Sentence {i} tells of the {i}th harbour wall." for i in range(40)),
+    "One line only. And a second one.",
+    " ".join(f"Line {i} records the year {1200 + i}." for i in range(90)),
+]
+
+
+@pytest.mark.parametrize("mean", [False, True])
+def test_arrays_give_back_their_jobs(tiny_encoder, mean) -> None:
+    enc = tiny_encoder(max_length=48)
+    jobs = _layout_jobs(enc, TEXTS)
+    for batch in batch_jobs(jobs, 4, None):
+        arrays = pack_arrays(batch, enc.pad_id, mean)
+        assert arrays.ids.shape == (len(batch), max(len(j.ids) for j in batch))
+        assert (arrays.spans is not None) is mean
+        back = arrays.jobs()
+        assert len(back) == len(batch)
+        for a, b in zip(batch, back, strict=True):
+            assert a.doc == b.doc
+            for field in ("ids", "sentences", "starts", "ends"):
+                np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+        beyond = np.arange(arrays.ids.shape[1])[None, :] >= arrays.lengths[:, None]
+        assert (arrays.ids[beyond] == enc.pad_id).all()  # right-padded with the pad id
+        assert arrays.padded == bool((arrays.lengths < arrays.ids.shape[1]).any())
+        if mean:
+            g = arrays.gather
+            np.testing.assert_array_equal(arrays.spans, span_tokens(g[0], g[1], g[2], arrays.ids.shape[1]))
+
+
+def test_jobs_are_sorted_by_length_and_each_kept_once(tiny_encoder) -> None:
+    enc = tiny_encoder(max_length=48)
+    jobs = _layout_jobs(enc, TEXTS)
+    batches = batch_jobs(jobs, 16, 100)
+    assert sorted(id(j) for b in batches for j in b) == sorted(id(j) for j in jobs)
+    widths = [len(j.ids) for b in batches for j in b]
+    assert widths == sorted(widths)  # sorted by length: the least padding
+
+
+def test_a_portable_layout_lays_out_the_same_jobs_without_its_tokenizer(tiny_encoder) -> None:
+    enc = tiny_encoder(max_length=48)
+    portable = pickle.loads(pickle.dumps(enc.layout.portable()))
+    assert portable.tokenizer is None and b"transformers" not in pickle.dumps(enc.layout.portable())
+    toks = enc.layout.tokenize_sentences([s.text for s in enc.segment(TEXTS[0])])
+    empty = [np.zeros(0, dtype=np.int64), *toks[:3]]  # an empty sentence takes the fallback id
+    for a, b in zip(enc.layout.document_jobs(enc.layout.cap_ids(empty)),
+                    portable.document_jobs(portable.cap_ids(empty)), strict=True):
+        np.testing.assert_array_equal(a.ids, b.ids)
+        np.testing.assert_array_equal(a.sentences, b.sentences)

@@ -1,5 +1,5 @@
 """The producer thread that prepares group n + 1 while group n encodes (``runtime.prefetch.Prefetch``),
-and the worker process that may segment and tokenise for it (``runtime.process``): nothing lost,
+and the worker processes that may prepare groups for it (``runtime.process``): nothing lost,
 duplicated or reordered; an error surfaces as itself, where it happened; the thread ends."""
 
 from __future__ import annotations
@@ -238,11 +238,13 @@ def _many_docs() -> list[str]:
     return [d for d in _docs() if "chronicle" not in d] * 3 + [cut, "", _docs()[0]]
 
 
-def _same(a, b) -> None:
+def _same(a, b, atol: float = 0.0) -> None:
+    """The same documents, sentences and tokens; vectors equal (within ``atol``: documents
+    batched with other neighbours are padded to other widths, which moves the last bits)."""
     assert [d.doc_id for d in a] == [d.doc_id for d in b]
     for x, y in zip(a, b, strict=True):
         assert x.text == y.text and x.sentences == y.sentences and x.tokens == y.tokens
-        np.testing.assert_array_equal(x.embeddings, y.embeddings)
+        np.testing.assert_allclose(x.embeddings, y.embeddings, atol=atol, rtol=0)
 
 
 def test_the_worker_process_prepares_the_same_documents(tiny_encoder, monkeypatch, worker_restarts) -> None:
@@ -250,7 +252,7 @@ def test_the_worker_process_prepares_the_same_documents(tiny_encoder, monkeypatc
     docs = _many_docs()
     ids = [f"d{i}" for i in range(len(docs))]
     monkeypatch.setattr(encoder_module, "_GROUP_TOKENS", 300)
-    monkeypatch.setattr(encoder_module, "_PREPARE_CHARS", 1500)  # many chunks, several in flight
+    monkeypatch.setattr(encoder_module, "_TASK_CHARS", 1500)  # many chunks, several in flight
     enc.prepare_process = False
     here = enc.encode_documents(docs, doc_ids=ids, batch_size=3)
     assert max(len(s.text) for d in here for s in d.sentences) < len(docs[-3])  # the run was cut
@@ -265,10 +267,75 @@ def test_the_worker_process_prepares_the_same_documents(tiny_encoder, monkeypatc
     _wait_gone()
 
 
-def test_the_worker_imports_neither_torch_nor_the_callers_main(tiny_encoder, worker_restarts) -> None:
-    worker = _ready_worker(tiny_encoder(max_length=64))
+def test_the_worker_imports_neither_torch_nor_the_callers_main(tiny_encoder, monkeypatch, worker_restarts) -> None:
+    enc = tiny_encoder(max_length=64)
+    worker = _ready_worker(enc)
+    monkeypatch.setattr(encoder_module, "_TASK_CHARS", 1500)
+    enc.prepare_process = True
+    enc.encode_documents(_many_docs())  # groups laid out and padded there, from the layout sent
     names = ["torch", "transformers", "__mp_main__", "landmark_rag.encode.encoder"]
     assert worker.submit("prepare_faults:loaded", names).result(timeout=60) == []
+
+
+def _ready_pool(enc, n: int) -> list[process.PreparationWorker]:
+    workers = process.shared_workers(n)
+    assert len(workers) == n
+    tt = text_tokenizer(enc.tokenizer)
+    deadline = time.monotonic() + 60
+    for worker in workers:
+        while worker.tokenizer_key(tt) is None:
+            assert worker.alive and time.monotonic() < deadline, "a preparation process did not come up"
+            time.sleep(0.02)
+    return workers
+
+
+@pytest.mark.parametrize("pooling", ["landmark", "mean"])
+def test_a_pool_of_workers_prepares_the_same_documents_in_order(tiny_encoder, monkeypatch, worker_restarts, pooling) -> None:
+    """Documents of very different lengths (one of 400 sentences next to empty ones) spread
+    over three workers that finish in any order: the same sentences and vectors, in order."""
+    enc = tiny_encoder(max_length=64, pooling=pooling)
+    docs = [*_docs(), *_many_docs()]
+    ids = [f"d{i}" for i in range(len(docs))]
+    monkeypatch.setattr(encoder_module, "_TASK_CHARS", 1500)
+    enc.prepare_process = False
+    here = enc.encode_documents(docs, doc_ids=ids, batch_size=3)
+    halves_here = enc.encode_prepared(enc.prepare_documents(docs, doc_ids=ids, batch_size=3))
+    enc.prepare_process, enc.prepare_workers = True, 3
+    workers = _ready_pool(enc, 3)
+    sent: dict[int, int] = {}
+    for worker in workers:
+        submit = worker.submit
+        monkeypatch.setattr(
+            worker, "submit",
+            lambda target, *args, _w=worker, _s=submit: sent.__setitem__(_w.pid, sent.get(_w.pid, 0) + 1) or _s(target, *args),
+        )
+    there = enc.encode_documents(docs, doc_ids=ids, batch_size=3)
+    assert len(sent) == 3 and sum(sent.values()) >= 6  # every worker had a share
+    _same(there, here, atol=1e-5)
+    sent.clear()
+    _same(enc.encode_prepared(enc.prepare_documents(docs, doc_ids=ids, batch_size=3)), halves_here, atol=1e-5)
+    assert sum(sent.values()) >= 6  # the host half alone goes there too
+    _wait_gone()
+
+
+def test_a_worker_of_a_pool_that_ends_mid_way_loses_nothing(tiny_encoder, monkeypatch, caplog, worker_restarts) -> None:
+    enc = tiny_encoder(max_length=64)
+    monkeypatch.setattr(encoder_module, "_TASK_CHARS", 1500)
+    docs = _docs() * 3
+    enc.prepare_process = False
+    here = enc.encode_documents(docs)
+    enc.prepare_process, enc.prepare_workers = True, 2
+    first = _ready_pool(enc, 2)
+    monkeypatch.setattr(process, "TASK", "prepare_faults:prepare_or_die")
+    with caplog.at_level("WARNING", logger="landmark_rag.encode.encoder"):
+        there = enc.encode_documents(docs)
+    _same(there, here, atol=1e-5)
+    assert "preparation process ended" in caplog.text and not all(w.alive for w in first)
+    _wait_gone()
+    monkeypatch.setattr(process, "TASK", "landmark_rag.encode.runtime.process:prepare_group")
+    second = _ready_pool(enc, 2)  # the next large call has two workers again
+    assert all(w.alive for w in second)
+    _same(enc.encode_documents(docs), here, atol=1e-5)
 
 
 def test_worker_tasks_come_back_in_order_with_their_own_errors(tiny_encoder, worker_restarts) -> None:
@@ -285,7 +352,7 @@ def test_an_error_in_the_worker_surfaces_as_itself(tiny_encoder, monkeypatch, wo
     enc = tiny_encoder(max_length=64)
     enc.prepare_process = True
     monkeypatch.setattr(encoder_module, "_GROUP_TOKENS", 50)
-    monkeypatch.setattr(encoder_module, "_PREPARE_CHARS", 1500)
+    monkeypatch.setattr(encoder_module, "_TASK_CHARS", 1500)
     _ready_worker(enc)
     monkeypatch.setattr(process, "TASK", "prepare_faults:prepare_or_fail")
     with pytest.raises(prepare_faults.ChunkFailed, match="chronicle"):
@@ -305,7 +372,7 @@ def test_an_error_in_the_worker_surfaces_as_itself(tiny_encoder, monkeypatch, wo
 def test_a_worker_that_ends_mid_way_loses_nothing(tiny_encoder, monkeypatch, caplog, worker_restarts) -> None:
     enc = tiny_encoder(max_length=64)
     monkeypatch.setattr(encoder_module, "_GROUP_TOKENS", 50)
-    monkeypatch.setattr(encoder_module, "_PREPARE_CHARS", 1500)
+    monkeypatch.setattr(encoder_module, "_TASK_CHARS", 1500)
     docs = _docs() * 2
     enc.prepare_process = False
     here = enc.encode_documents(docs)
@@ -331,3 +398,68 @@ def test_the_switch(monkeypatch, env, setting, expected) -> None:
     else:
         monkeypatch.setenv(process.ENV_SWITCH, env)
     assert process.wanted(setting) is expected
+
+
+@pytest.mark.parametrize(
+    ("env", "workers_env", "setting", "workers", "accelerator", "cores", "expected"),
+    [
+        (None, None, None, None, False, 16, 0),  # a CPU: off unless asked
+        ("1", None, None, None, False, 16, 1),  # asked on a CPU: one worker
+        (None, None, None, None, True, 16, 12),  # an accelerator: the cores less four, at most 12
+        (None, None, None, None, True, 8, 4),
+        (None, None, None, None, True, 4, 0),  # too few cores to spare
+        (None, "6", None, None, True, 16, 6),
+        (None, "6", None, 3, True, 16, 3),  # the encoder's own count first
+        ("0", None, True, 3, True, 16, 0),  # the switch off wins
+        (None, None, False, None, True, 16, 0),
+    ],
+)
+def test_how_many_workers(monkeypatch, env, workers_env, setting, workers, accelerator, cores, expected) -> None:
+    for name, value in ((process.ENV_SWITCH, env), (process.ENV_WORKERS, workers_env)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    monkeypatch.setattr(process, "cores", lambda: cores)
+    assert process.pool_size(setting, workers, accelerator) == expected
+
+
+def test_a_bad_worker_count_is_an_error(monkeypatch) -> None:
+    monkeypatch.setenv(process.ENV_SWITCH, "1")
+    monkeypatch.setenv(process.ENV_WORKERS, "many")
+    with pytest.raises(ValueError, match="LANDMARK_RAG_PREPARE_WORKERS"):
+        process.pool_size(None, None)
+
+
+@pytest.mark.parametrize("group_tokens", [1, 300, 1 << 17])
+def test_launched_batches_finish_as_the_batches_run_one_by_one(tiny_encoder, monkeypatch, group_tokens) -> None:
+    """An accelerator's path (each group's batches launched, the group finished once the next
+    one is launched), taken here on the CPU: the same vectors, in order, as batches run one
+    after the other; and a batch that runs out of memory there is retried in halves."""
+    import torch
+
+    from landmark_rag.encode.encoder import LandmarkEncoder
+
+    enc = tiny_encoder(max_length=64, pooling="mean")
+    docs = _docs()
+    ids = [f"d{i}" for i in range(len(docs))]
+    monkeypatch.setattr(encoder_module, "_GROUP_TOKENS", group_tokens)
+    here = enc.encode_documents(docs, doc_ids=ids, batch_size=3)
+    monkeypatch.setattr(LandmarkEncoder, "_defer_on_cpu", True)
+    launched = []
+    real_launch = LandmarkEncoder._launch_group
+    monkeypatch.setattr(LandmarkEncoder, "_launch_group", lambda self, plan: launched.append(plan) or real_launch(self, plan))
+    _same(enc.encode_documents(docs, doc_ids=ids, batch_size=3), here, atol=1e-6)
+    assert launched
+    real = LandmarkEncoder._forward_pool_device
+    calls: list[int] = []
+
+    def flaky(self, batch, *args, **kwargs):
+        calls.append(len(batch.jobs))
+        if len(calls) == 2 and len(batch.jobs) > 1:
+            raise torch.OutOfMemoryError("a simulated out-of-memory")
+        return real(self, batch, *args, **kwargs)
+
+    monkeypatch.setattr(LandmarkEncoder, "_forward_pool_device", flaky)
+    _same(enc.encode_documents(docs, doc_ids=ids, batch_size=3), here, atol=1e-6)
+    _same(enc.encode_prepared(enc.prepare_documents(docs, doc_ids=ids, batch_size=3)), here, atol=1e-6)

@@ -92,6 +92,10 @@ class EncodeWorker:
             # that N actors on one machine share its cores instead of each taking all of them.
             torch.set_num_threads(self.threads)
             encoder = load_encoder(self.model, device=self.device, **self.overrides)
+            if encoder.prepare_workers is None:
+                # preparation workers (``encode.runtime.process``) would otherwise size
+                # themselves from the whole machine: an actor's share is its own CPUs
+                encoder.prepare_workers = max(1, self.threads - 2)
             got = {k: scalar(v) for k, v in encoder.config.identity().items()}
             diff = identity_diff({k: scalar(v) for k, v in self.identity.items()}, got)
             if diff:

@@ -16,11 +16,12 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from landmark_rag.encode.batching import BatchArrays, batch_jobs, pack_arrays
 from landmark_rag.encode.config import LandmarkConfig, Pooling
 from landmark_rag.encode.layout import Job, Layout, token_id
 from landmark_rag.encode.models.fingerprint import weights_fingerprint
 from landmark_rag.encode.models.loading import load_pretrained
-from landmark_rag.encode.pooling import last_hidden, pool_gathered, span_tokens
+from landmark_rag.encode.pooling import last_hidden, pool_gathered
 from landmark_rag.encode.prepare import measure_documents
 from landmark_rag.encode.runtime import process as prepare_process
 from landmark_rag.encode.runtime.malloc import pin_mmap_threshold
@@ -45,7 +46,14 @@ _GROUP_TOKENS = 1 << 17
 #: Characters (and documents) whose sentences are tokenised in one tokenizer call.
 _PREPARE_CHARS = 1 << 18
 _PREPARE_DOCS = 256
-#: Chunks sent to the preparation process beyond the one awaited (bounds what is in flight).
+#: Characters of documents a preparation worker makes into one group: at most about 32k tokens
+#: (a GPU's batches come from one group), fewer when a call would otherwise give some workers
+#: nothing or one worker the last long task, never under about 8k tokens (a group's own costs).
+_TASK_CHARS = 1 << 17
+_MIN_TASK_CHARS = 1 << 15
+#: Groups a call is cut into per worker, at least, where :data:`_TASK_CHARS` allows.
+_TASKS_PER_WORKER = 3
+#: Groups in flight per preparation worker beyond the one awaited (bounds what is held).
 _PREPARE_AHEAD = 2
 
 
@@ -103,10 +111,14 @@ class LandmarkEncoder:
         self.document_autocast: torch.dtype | None = None
         #: batches encoded concurrently on CPU (``encode.runtime.parallel``); ``None``: automatic
         self.workers: int | None = None
-        #: whether a large ``encode_documents`` call segments and tokenises its documents in a
-        #: worker process (``encode.runtime.process``); ``None``: as ``LANDMARK_RAG_PREPARE_PROCESS``
-        #: says (off unless it says 1)
+        #: whether a large ``encode_documents`` call prepares its documents (segments,
+        #: tokenises, lays out, pads) in worker processes (``encode.runtime.process``); ``None``:
+        #: as ``LANDMARK_RAG_PREPARE_PROCESS`` says, and on an accelerator with cores to spare
+        #: when it says nothing
         self.prepare_process: bool | None = None
+        #: how many such workers; ``None``: ``LANDMARK_RAG_PREPARE_WORKERS``, else automatic
+        #: (``encode.runtime.process.pool_size``)
+        self.prepare_workers: int | None = None
         pin_mmap_threshold()  # long documents: flat memory instead of glibc's creep (runtime/malloc.py)
 
     # ------------------------------------------------------------------ construction
@@ -286,19 +298,18 @@ class LandmarkEncoder:
         results: list[EncodedDocument] = []
         bar = tqdm(total=n, desc="encoding", unit="doc", **bar_options(show_progress))
         t0, tokens_done = time.perf_counter(), 0
-        # a call that fits one group (about 4 characters a token) has nothing to overlap
-        several = sum(len(t) for t, _, _ in inputs if isinstance(t, str)) > 4 * max(_GROUP_TOKENS, batch_tokens or 0)
-        # group n + 1 is segmented, tokenised, planned and padded on a producer thread (its
-        # segmentation and tokenisation in a worker process, where there is one) while group n
-        # runs on the device (``Prefetch``: order kept, errors raised where they occur)
-        planned = self._planned_groups(inputs, batch_size, batch_tokens, segmenter, worker_allowed=several)
-        with Prefetch(planned, depth=1, thread=several) as groups:
-            for plan in groups:
-                results.extend(self._encode_group(plan))
-                tokens_done += plan.tokens
+        several, pooled = _several_groups(inputs, batch_tokens), _several_tasks(inputs)
+        # group n + 1 is segmented, tokenised, planned and padded on a producer thread (or in
+        # worker processes, ``runtime.process``, whose groups it collects) while group n runs
+        # on the device (``Prefetch``: order kept, errors raised where they occur)
+        planned = self._planned_groups(inputs, batch_size, batch_tokens, segmenter, worker_allowed=pooled)
+        with Prefetch(planned, depth=1, thread=several or pooled) as groups:
+            for done in self._encode_groups(groups):
+                results.extend(done)
+                tokens_done += sum(d.tokens or 0 for d in done)
                 # postfix first without a redraw: the update draws it, and only once the bar is due
                 bar.set_postfix(tokens_per_s=f"{tokens_done / max(time.perf_counter() - t0, 1e-9):,.0f}", refresh=False)
-                bar.update(len(plan.docs))
+                bar.update(len(done))
         bar.close()
         return results
 
@@ -327,14 +338,15 @@ class LandmarkEncoder:
         inputs = _inputs(texts, doc_ids, sentences, "prepare_documents")
         if batch_tokens is None and self.device.type == "cuda":
             batch_tokens = self.auto_batch_tokens()
-        return PreparedDocuments(list(self._planned_groups(inputs, batch_size, batch_tokens, segmenter, worker_allowed=False)))
+        pooled = _several_tasks(inputs)
+        return PreparedDocuments(list(self._planned_groups(inputs, batch_size, batch_tokens, segmenter, worker_allowed=pooled)))
 
     def encode_prepared(self, prepared: PreparedDocuments) -> list[EncodedDocument]:
         """The device half of :meth:`encode_documents`: forward, pool, normalise and copy back
         the batches :meth:`prepare_documents` made, one result per document, in order."""
         results: list[EncodedDocument] = []
-        for plan in prepared.groups:
-            results.extend(self._encode_group(plan))
+        for done in self._encode_groups(prepared.groups):
+            results.extend(done)
         return results
 
     def _planned_groups(
@@ -346,12 +358,18 @@ class LandmarkEncoder:
         *,
         worker_allowed: bool,
     ) -> Iterator[_GroupPlan]:
-        """``inputs`` prepared, grouped by tokens and packed into batches, group by group."""
+        """``inputs`` prepared, grouped by tokens and packed into batches, group by group: in
+        worker processes (``encode.runtime.process``) where they are wanted and the documents
+        are segmented with the default segmenter, else here."""
         own_sentences = segmenter is None and all(given is None for _, _, given in inputs)
-        worker = None
-        if worker_allowed and own_sentences and prepare_process.wanted(self.prepare_process):
-            worker = prepare_process.shared_worker()
-        docs = self._prepare_all(inputs, segmenter, worker)
+        if worker_allowed and own_sentences:
+            accelerator = self.device.type != "cpu"
+            n = prepare_process.pool_size(self.prepare_process, self.prepare_workers, accelerator)
+            workers = prepare_process.shared_workers(n) if n else []
+            if workers:
+                yield from self._pooled_groups(inputs, workers, batch_size, batch_tokens)
+                return
+        docs = self._prepare_all(inputs, segmenter)
         group_tokens = max(_GROUP_TOKENS, batch_tokens or 0)
         for group, tokens in _groups(docs, group_tokens):
             yield self._plan_group(group, tokens, batch_size, batch_tokens)
@@ -376,69 +394,66 @@ class LandmarkEncoder:
         return int(min(max(free // 4 // per_token, self.max_length), 1 << 18))
 
     def _prepare_all(
-        self,
-        docs: Iterable[tuple[str, str | None, Sequence[Sentence] | None]],
-        segmenter: Segmenter | None,
-        worker: prepare_process.PreparationWorker | None = None,
+        self, docs: Iterable[tuple[str, str | None, Sequence[Sentence] | None]], segmenter: Segmenter | None
     ) -> Iterator[_Document]:
         """Documents ready to lay out, in order, their sentences tokenised a chunk of documents
-        at a time (one tokenizer call for many short documents); with ``worker``, chunks are
-        segmented and tokenised there, up to :data:`_PREPARE_AHEAD` ahead of the one awaited,
-        and here whenever it is not ready or does not deliver."""
-        chunks = _chunks(docs)
-        if worker is None:
-            for chunk in chunks:
-                yield from self._prepare(chunk, segmenter)
-            return
+        at a time (one tokenizer call for many short documents)."""
+        for chunk in _chunks(docs):
+            yield from self._prepare(chunk, segmenter)
+
+    def _pooled_groups(
+        self, inputs: list[_Input], workers: list[prepare_process.PreparationWorker], batch_size: int,
+        batch_tokens: int | None,
+    ) -> Iterator[_GroupPlan]:
+        """Groups of up to :data:`_TASK_CHARS` characters, each prepared by a worker up to
+        :data:`_PREPARE_AHEAD` groups a worker ahead of the one awaited, and here when no worker
+        is ready, a text is not a str (its error is raised here, when its group is due), or the
+        worker ended first (logged once). In order, whichever worker finishes first."""
         tt = text_tokenizer(self.tokenizer)
+        layout = self.layout.portable()
+        mean = self.layout.pooling.reduction == Pooling.MEAN
         pending: deque[tuple[list[_Input], Future[Any] | None]] = deque()
         warned = False
 
-        def receive() -> list[_Document]:
+        def receive() -> list[_GroupPlan]:
             nonlocal warned
             chunk, future = pending.popleft()
-            try:
-                return self._receive_chunk(chunk, future, segmenter)
-            except prepare_process.WorkerGone as exc:  # nothing lost: this chunk is prepared here
-                if not warned:
-                    logger.warning("%s; preparing the rest of this call's documents here", exc)
-                    warned = True
-                return self._prepare(chunk, segmenter)
+            if future is not None:
+                try:
+                    return [self._plan_from_arrays(chunk, *future.result())]
+                except prepare_process.WorkerGone as exc:  # nothing lost: this group is prepared here
+                    if not warned:
+                        logger.warning("%s; preparing its documents here", exc)
+                        warned = True
+            docs = self._prepare(chunk, None)
+            return [self._plan_group(g, t, batch_size, batch_tokens) for g, t in _groups(docs, _GROUP_TOKENS)]
 
-        for chunk in chunks:
-            pending.append((chunk, self._send_chunk(worker, tt, chunk)))
-            if len(pending) > _PREPARE_AHEAD:
+        per_task = _chars(inputs) // (_TASKS_PER_WORKER * len(workers))
+        for chunk in _chunks(inputs, min(_TASK_CHARS, max(_MIN_TASK_CHARS, per_task))):
+            future = None
+            if all(isinstance(text, str) for text, _, _ in chunk):
+                ready = [(w.pending, i, w, key) for i, w in enumerate(workers) if (key := w.tokenizer_key(tt))]
+                if ready:
+                    _, _, worker, key = min(ready, key=lambda r: (r[0], r[1]))
+                    future = worker.submit(
+                        prepare_process.TASK, key, [text for text, _, _ in chunk], layout, batch_size, batch_tokens, mean
+                    )
+            pending.append((chunk, future))
+            if len(pending) > _PREPARE_AHEAD * len(workers):
                 yield from receive()
         while pending:
             yield from receive()
 
-    def _send_chunk(
-        self, worker: prepare_process.PreparationWorker, tt: Any, chunk: list[_Input]
-    ) -> Future[Any] | None:
-        """The worker's future for ``chunk``, or ``None``: prepared here (the worker is not
-        ready, or a text is not a str, whose error is raised here when its chunk is due)."""
-        if not all(isinstance(text, str) for text, _, _ in chunk):
-            return None
-        key = worker.tokenizer_key(tt)
-        if key is None:
-            return None
-        return worker.submit(
-            prepare_process.TASK, key, [text for text, _, _ in chunk], self.max_sentence_tokens, self.causal
-        )
-
-    def _receive_chunk(
-        self, chunk: list[_Input], future: Future[Any] | None, segmenter: Segmenter | None
-    ) -> list[_Document]:
-        """``chunk``'s documents: from the worker's ``future`` (whose exception, raised there,
-        is raised here; ``WorkerGone`` when it ended first), or prepared here."""
-        if future is None:
-            return self._prepare(chunk, segmenter)
-        out = []
-        for (text, doc_id, _), (spans, ids, lengths) in zip(chunk, future.result(), strict=True):
-            toks = np.split(ids, np.cumsum(lengths)[:-1]) if len(lengths) else []
-            sents = sentences_at(text, spans.tolist(), doc_id)
-            out.append(_Document(text, doc_id, sents, self.layout.cap_ids(toks), int(lengths.sum())))
-        return out
+    def _plan_from_arrays(
+        self, chunk: list[_Input], docs: list[tuple[np.ndarray, int]], laid: int, batches: list[BatchArrays]
+    ) -> _GroupPlan:
+        """A group a worker prepared: its sentences rebuilt from their spans, its batches as tensors."""
+        out = [
+            _Document(text, doc_id, sentences_at(text, spans.tolist(), doc_id), [], tokens)
+            for (text, doc_id, _), (spans, tokens) in zip(chunk, docs, strict=True)
+        ]
+        pin = self.device.type == "cuda"
+        return _GroupPlan(out, laid, [_tensors(b, pin) for b in batches])
 
     def _prepare(self, chunk: list[_Input], segmenter: Segmenter | None) -> list[_Document]:
         """Documents' sentences (given, or segmented here) and their token ids.
@@ -476,17 +491,80 @@ class LandmarkEncoder:
         return _GroupPlan(group, tokens, self._pack_jobs(jobs, batch_size, batch_tokens, mean))
 
     def _pack_jobs(self, jobs: list[Job], batch_size: int, batch_tokens: int | None, mean: bool) -> list[_Packed]:
-        order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))  # minimal padding
         pin = self.device.type == "cuda"
-        return [_pack(batch, self.pad_id, pin, mean) for batch in _batches(order, jobs, batch_size, batch_tokens)]
+        return [_pack(batch, self.pad_id, pin, mean) for batch in batch_jobs(jobs, batch_size, batch_tokens)]
 
     def _encode_group(self, plan: _GroupPlan) -> list[EncodedDocument]:
+        return self._finish_group(self._launch_group(plan))
+
+    def _encode_groups(self, plans: Iterable[_GroupPlan]) -> Iterator[list[EncodedDocument]]:
+        """Each group's documents, in order; on an accelerator a group is finished (its vectors
+        waited for) only once the next one's batches are launched, so the device always has the
+        next group's work queued while the host gathers the last group's results."""
+        launched: deque[_Launched] = deque()
+        for plan in plans:
+            launched.append(self._launch_group(plan))
+            if len(launched) > 1:
+                yield self._finish_group(launched.popleft())
+        while launched:
+            yield self._finish_group(launched.popleft())
+
+    def _launch_group(self, plan: _GroupPlan) -> _Launched:
+        """A group's batches under way: on CPU run to the end here (batches in parallel,
+        ``runtime.parallel``); on an accelerator launched without waiting for any (their
+        vectors copied back into pinned memory as they are ready, ``_launch_batch``)."""
         outs = [np.zeros((len(doc.sentences), self.dim), dtype=np.float32) for doc in plan.docs]
-        self._run_packed(plan.batches, outs, self.layout.pooling.reduction, documents=True)
+        mode = self.layout.pooling.reduction
+        if not self._deferred:
+            self._run_packed(plan.batches, outs, mode, documents=True)
+            return _Launched(plan, outs, [])
+        in_flight = []
+        for batch in plan.batches:
+            launched = self._launch_batch(batch, outs, mode)
+            if launched is not None:
+                in_flight.append(launched)
+        return _Launched(plan, outs, in_flight)
+
+    def _finish_group(self, launched: _Launched) -> list[EncodedDocument]:
+        plan, outs, in_flight = launched
+        for batch, host, ready in in_flight:
+            if ready is not None:
+                ready.synchronize()
+            _scatter(batch, host.numpy(), outs)
         return [
             EncodedDocument(text=doc.text, sentences=doc.sentences, embeddings=out, doc_id=doc.doc_id, tokens=doc.tokens)
             for doc, out in zip(plan.docs, outs, strict=True)
         ]
+
+    @property
+    def _deferred(self) -> bool:
+        """Whether document batches are launched without waiting for each (an accelerator's
+        queue runs them in order; a CPU runs them as they are called)."""
+        return self.device.type == "cuda" or self._defer_on_cpu
+
+    #: launch CPU batches as an accelerator's are (tests of the deferred path on a CPU)
+    _defer_on_cpu = False
+
+    def _launch_batch(
+        self, batch: _Packed, outs: list[np.ndarray], mode: Pooling
+    ) -> tuple[_Packed, torch.Tensor, Any] | None:
+        """``batch`` launched: ``(batch, its vectors in host memory once ready, the event that
+        says when)``; ``None`` when it was run to the end at once instead (out of memory, or a
+        compiled model that failed: :meth:`_run_batch` retries it as it always does)."""
+        try:
+            vecs = self._forward_pool_device(batch, mode, self.document_model, True)
+        except Exception as exc:
+            if not isinstance(exc, torch.OutOfMemoryError) and self.document_model is None:
+                raise  # nothing the synchronous path would do otherwise
+            self._run_batch(batch, outs, mode, documents=True)
+            return None
+        if vecs.device.type == "cpu":
+            return batch, vecs, None
+        host = torch.empty(vecs.shape, dtype=vecs.dtype, pin_memory=True)
+        host.copy_(vecs, non_blocking=True)
+        ready = torch.cuda.Event()
+        ready.record()
+        return batch, host, ready
 
     def _run_jobs(
         self, jobs: list[Job], batch_size: int, outs: list[np.ndarray], mode: Pooling, show_progress: bool = False,
@@ -536,19 +614,21 @@ class LandmarkEncoder:
             self.document_model = None
             self._run_batch(batch, outs, mode, documents)
             return
-        row = 0
-        for job in batch.jobs:
-            n = len(job.sentences)
-            outs[job.doc][job.sentences] = pooled[row : row + n]
-            row += n
+        _scatter(batch, pooled, outs)
 
-    @torch.inference_mode()
     def _forward_pool(self, batch: _Packed, mode: Pooling, model: Any = None, documents: bool = False) -> np.ndarray:
         """Run one padded batch, pool and L2-normalise it on the device (``encode.pooling``, the
         pooling training runs too, as one gather): one copy in each direction.
 
         Document windows run under :attr:`document_autocast` (bf16 on CPUs that have it,
         ``encode.runtime.precision``); queries always run as loaded."""
+        return self._forward_pool_device(batch, mode, model, documents).cpu().numpy()
+
+    @torch.inference_mode()
+    def _forward_pool_device(
+        self, batch: _Packed, mode: Pooling, model: Any = None, documents: bool = False
+    ) -> torch.Tensor:
+        """:meth:`_forward_pool`'s vectors, still on the device (nothing waited for)."""
         model = model if model is not None else self.model
         non_blocking = self.device.type == "cuda"
         ids = batch.ids.to(self.device, non_blocking=non_blocking)
@@ -561,8 +641,7 @@ class LandmarkEncoder:
         with autocast(self.device, self.document_autocast if documents else None):
             hidden = last_hidden(model, ids, mask, self.layout, key_padding=broadcast)
         vecs = pool_gathered(hidden, index[0], index[1], index[2], mode, spans)
-        vecs = vecs / vecs.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-        return vecs.cpu().numpy()
+        return vecs / vecs.norm(dim=-1, keepdim=True).clamp_min(1e-12)
 
     # ------------------------------------------------------------------ queries
     def encode_query(self, text: str) -> np.ndarray:
@@ -606,19 +685,37 @@ class LandmarkEncoder:
 _Input = tuple[str, str | None, Sequence[Sentence] | None]
 
 
-def _chunks(docs: Iterable[_Input]) -> Iterator[list[_Input]]:
-    """Consecutive documents, :data:`_PREPARE_CHARS` characters or :data:`_PREPARE_DOCS`
-    documents at a time: what one tokenizer call (or one task of the worker) takes."""
+def _chunks(docs: Iterable[_Input], max_chars: int | None = None) -> Iterator[list[_Input]]:
+    """Consecutive documents, ``max_chars`` (default :data:`_PREPARE_CHARS`) characters or
+    :data:`_PREPARE_DOCS` documents at a time: what one tokenizer call (or one worker's
+    group) takes."""
+    limit = _PREPARE_CHARS if max_chars is None else max_chars
     chunk: list[_Input] = []
     chars = 0
     for doc in docs:
         chunk.append(doc)
         chars += len(doc[0]) if isinstance(doc[0], str) else 0
-        if chars >= _PREPARE_CHARS or len(chunk) >= _PREPARE_DOCS:
+        if chars >= limit or len(chunk) >= _PREPARE_DOCS:
             yield chunk
             chunk, chars = [], 0
     if chunk:
         yield chunk
+
+
+def _chars(inputs: list[_Input]) -> int:
+    return sum(len(t) for t, _, _ in inputs if isinstance(t, str))
+
+
+def _several_groups(inputs: list[_Input], batch_tokens: int | None) -> bool:
+    """Whether a call is larger than one group of documents (about 4 characters a token): a
+    smaller one has nothing to overlap."""
+    return _chars(inputs) > 4 * max(_GROUP_TOKENS, batch_tokens or 0)
+
+
+def _several_tasks(inputs: list[_Input]) -> bool:
+    """Whether a call has work for more than one preparation worker (a group each): a smaller
+    one would wait for a process to do what this one does as fast."""
+    return _chars(inputs) > 2 * min(_TASK_CHARS, _MIN_TASK_CHARS)
 
 
 def _inputs(
@@ -651,13 +748,35 @@ class _Document(NamedTuple):
 class _Packed(NamedTuple):
     """One batch ready for the device: padded ids and mask, and the pooling index."""
 
-    jobs: list[Job]
+    arrays: BatchArrays  # the batch on the host: its rows' documents and sentences (and jobs again)
     ids: torch.Tensor  # int64 [rows, width] (pinned on CUDA)
     mask: torch.Tensor  # int64 [rows, width]
     # not named ``index``: a NamedTuple field of that name would hide tuple.index
-    gather: torch.Tensor  # int64 [3, pooled]: row, span start, span end per pooled sentence, in job order
+    gather: torch.Tensor  # int64 [3, pooled]: row, span start, span end per pooled sentence, in row order
     padded: bool  # whether any row is shorter than the batch (read on the host: no device sync)
-    spans: torch.Tensor | None  # int64 [2, tokens]: mean pooling's token index (``pooling.span_tokens``)
+    spans: torch.Tensor | None  # int64 [2, tokens]: mean pooling's token index (``batching.span_tokens``)
+
+    @property
+    def jobs(self) -> list[Job]:
+        return self.arrays.jobs()
+
+
+def _scatter(batch: _Packed, pooled: np.ndarray, outs: list[np.ndarray]) -> None:
+    """A batch's pooled vectors into their documents' rows (rows of ``outs`` are disjoint per job)."""
+    arrays = batch.arrays
+    # pooled rows come in row order: each row's sentences are one slice of them
+    bounds = np.searchsorted(arrays.gather[0], np.arange(len(arrays.docs) + 1)).tolist()
+    for doc, a, b in zip(arrays.docs.tolist(), bounds[:-1], bounds[1:], strict=True):
+        outs[doc][arrays.sentences[a:b]] = pooled[a:b]
+
+
+class _Launched(NamedTuple):
+    """A group whose batches are under way: its vectors land in ``outs`` once each batch in
+    flight is ready (``(batch, vectors in host memory, the event to wait for or None)``)."""
+
+    plan: _GroupPlan
+    outs: list[np.ndarray]
+    in_flight: list[tuple[_Packed, torch.Tensor, Any]]
 
 
 class _GroupPlan(NamedTuple):
@@ -684,31 +803,24 @@ class PreparedDocuments(NamedTuple):
 
 
 def _pack(jobs: list[Job], pad_id: int, pin: bool, mean: bool = False) -> _Packed:
-    """Pad ``jobs`` with numpy (into pinned memory for a CUDA copy that does not block);
-    ``mean``: also the token index mean pooling adds up, built here on the host (without it,
-    pooling builds the index from the gather index, copied to the host and back)."""
-    lengths = np.fromiter((len(j.ids) for j in jobs), dtype=np.int64, count=len(jobs))
-    width = int(lengths.max())
-    n = sum(len(j.sentences) for j in jobs)
-    ids = torch.empty((len(jobs), width), dtype=torch.long, pin_memory=pin)
-    mask = torch.empty((len(jobs), width), dtype=torch.long, pin_memory=pin)
-    index = torch.empty((3, n), dtype=torch.long, pin_memory=pin)
-    ids_np, mask_np, index_np = ids.numpy(), mask.numpy(), index.numpy()
-    ids_np.fill(pad_id)
-    np.less(np.arange(width)[None, :], lengths[:, None], out=mask_np, casting="unsafe")
-    k = 0
-    for r, job in enumerate(jobs):
-        ids_np[r, : len(job.ids)] = job.ids
-        m = len(job.sentences)
-        index_np[0, k : k + m] = r
-        index_np[1, k : k + m] = job.starts
-        index_np[2, k : k + m] = job.ends
-        k += m
-    spans = None
-    if mean:
-        spans = torch.from_numpy(span_tokens(index_np[0], index_np[1], index_np[2], width))
-        spans = spans.pin_memory() if pin else spans
-    return _Packed(jobs, ids, mask, index, bool(lengths.min() < width), spans)
+    """``jobs`` padded into one batch (``batching.pack_arrays``) as tensors; ``mean``: with the
+    token index mean pooling adds up (without it, pooling builds the index from the gather
+    index, copied to the host and back)."""
+    return _tensors(pack_arrays(jobs, pad_id, mean), pin)
+
+
+def _tensors(arrays: BatchArrays, pin: bool) -> _Packed:
+    """A batch's arrays as tensors, copied into pinned memory when ``pin`` (a CUDA copy that
+    does not block), else sharing the arrays' memory."""
+    width = arrays.ids.shape[1]
+    mask = np.less(np.arange(width)[None, :], arrays.lengths[:, None]).astype(np.int64)
+
+    def tensor(x: np.ndarray) -> torch.Tensor:
+        t = torch.from_numpy(x)
+        return t.pin_memory() if pin else t
+
+    spans = tensor(arrays.spans) if arrays.spans is not None else None
+    return _Packed(arrays, tensor(arrays.ids), tensor(mask), tensor(arrays.gather), arrays.padded, spans)
 
 
 def _groups(docs: Iterable[_Document], group_tokens: int = _GROUP_TOKENS) -> Iterator[tuple[list[_Document], int]]:
@@ -724,26 +836,6 @@ def _groups(docs: Iterable[_Document], group_tokens: int = _GROUP_TOKENS) -> Ite
             group, tokens = [], 0
     if group:
         yield group, tokens
-
-
-def _batches(order: list[int], jobs: list[Job], batch_size: int, batch_tokens: int | None) -> list[list[Job]]:
-    """Consecutive jobs of ``order`` (sorted by length) in batches of ``batch_size`` jobs, or,
-    when ``batch_tokens`` is set, of at most that many padded tokens (at least one job each)."""
-    if batch_tokens is None:
-        step = max(1, batch_size)
-        return [[jobs[j] for j in order[i : i + step]] for i in range(0, len(order), step)]
-    out: list[list[Job]] = []
-    cur: list[Job] = []
-    for j in order:
-        job = jobs[j]
-        width = len(job.ids)  # sorted ascending: the newest job is the widest in the batch
-        if cur and (len(cur) + 1) * width > batch_tokens:
-            out.append(cur)
-            cur = []
-        cur.append(job)
-    if cur:
-        out.append(cur)
-    return out
 
 
 def _check_sentences(text: str, sentences: Iterable[Sentence]) -> None:

@@ -13,7 +13,7 @@ landmark token changes); it never touches weights, so the ONNX query path uses i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -59,6 +59,8 @@ class Layout:
     query_instruction: str = ""
     landmark_attention: str = "full"
     landmark_span: int = 1
+    #: the id an empty sentence is laid out as; ``None``: the tokenizer's unknown token (or padding)
+    fallback_id: int | None = None
 
     @classmethod
     def build(cls, tokenizer: Any, config: LandmarkConfig, model_config: Any) -> Layout:
@@ -139,8 +141,19 @@ class Layout:
         """Sentence ids (of :func:`sentence_pieces`) capped as :meth:`tokenize_sentences` caps
         them: at most a window with its landmark, and never empty."""
         cap = self.budget if self.pooling is Pooling.SENTENCE else self.budget - 1
-        fallback = np.asarray([self.tokenizer.unk_token_id or self.pad_id], dtype=np.int64)
+        fallback = np.asarray([self._fallback_id()], dtype=np.int64)
         return [x[:cap] if len(x) else fallback for x in ids]
+
+    def _fallback_id(self) -> int:
+        if self.fallback_id is not None:
+            return self.fallback_id
+        return int(self.tokenizer.unk_token_id or self.pad_id)
+
+    def portable(self) -> Layout:
+        """This layout without its tokenizer, for a process that lays out ids it tokenised
+        itself (``encode.runtime.process``): everything :meth:`cap_ids` and
+        :meth:`document_jobs` read, and nothing that needs transformers to unpickle."""
+        return replace(self, tokenizer=None, fallback_id=self._fallback_id())
 
     def document_jobs(self, toks: Sequence[np.ndarray], doc: int = 0) -> list[Job]:
         """The inputs for one document's sentences: windows of whole sentences, a landmark after

@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import torch
 
+from landmark_rag.encode.batching import span_tokens
 from landmark_rag.encode.config import Pooling
 from landmark_rag.encode.layout import Job, Layout
+
+__all__ = ["last_hidden", "pad_batch", "pool", "pool_gathered", "span_tokens"]
 
 
 def pad_batch(jobs: Sequence[Job], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -80,22 +82,6 @@ def pool(hidden: torch.Tensor, jobs: Sequence[Job], mode: Pooling) -> list[torch
         e = torch.from_numpy(job.ends).to(hidden.device)
         out.append((csum[r, e] - csum[r, s]) / (e - s).clamp(min=1).unsqueeze(1).float())
     return out
-
-
-def span_tokens(rows: np.ndarray, starts: np.ndarray, ends: np.ndarray, width: int) -> np.ndarray:
-    """The token positions mean pooling sums: int64 ``[2, tokens]``, per token of every span
-    ``[starts[k], ends[k])`` of batch row ``rows[k]``, its span ``k`` and its position in the
-    flattened ``[rows * width]`` batch, spans in order.
-
-    numpy on the host, where a batch is padded: its arrays are small, where a framework's
-    per-operation overhead would cost more than the arithmetic, and a batch then reaches a
-    device with its index, so the device never waits for a count it would have to read back."""
-    rows, starts, ends = (np.asarray(x, dtype=np.int64) for x in (rows, starts, ends))
-    lens = np.maximum(ends - starts, 0)
-    seg = np.repeat(np.arange(rows.shape[0], dtype=np.int64), lens)
-    first = np.cumsum(lens) - lens  # each span's first slot in the token list
-    offset = np.arange(seg.shape[0], dtype=np.int64) - first[seg]
-    return np.stack([seg, rows[seg] * width + starts[seg] + offset])
 
 
 def pool_gathered(

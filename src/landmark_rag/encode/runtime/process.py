@@ -1,36 +1,39 @@
-"""Document preparation in a worker process while this process runs the encoder.
+"""Document preparation in worker processes while this process runs the encoder.
 
 Why: ``encode_documents`` prepares the next group of documents on a producer thread while
 the current group runs (``runtime.prefetch.Prefetch``). Tokenising releases the GIL, but the
-rest of that preparation is Python (sentence records, id arrays, cutting long sentences), and
-so is every forward pass's dispatch: on one GIL they take turns. In a worker process the
-segmentation and tokenisation of upcoming documents take nothing from this process's GIL.
+rest of that preparation is Python (sentence records, id arrays, cutting long sentences,
+planning windows, padding), and so is every forward pass's dispatch: on one GIL they take
+turns. On an H100's host (16 cores) that host half ran at 0.92 M tokens/s, a fifth of it in
+the tokenizer and the rest Python, against 4.8 M for the device half: the GPU waited. In
+worker processes the upcoming groups are prepared in parallel, and none of it takes this
+process's GIL.
 
-Off unless asked for. On the one machine it could be measured on (2 cores, busy either way;
-docs/benchmarks.md, "Indexing throughput on a GPU") it was ahead or level in 6 paired runs of
-96 documents (the 24 SQuAD articles x 4) through a 1-layer model, 0.51-0.55 of one tokenizer
-thread against 0.48-0.55, but behind with 24 or 48 documents and with a forward pass that
-costs nothing. It is meant for a host with cores to spare next to a GPU, where it is yet to
-be measured.
+What runs there (:func:`prepare_group`): segmentation with the default segmenter
+(sentencex), ``encode.prepare.measure_documents``, the layout's windows
+(``Layout.document_jobs``) and the padded batches (``encode.batching``): the very code the
+encoder runs when it prepares a group itself, with the encoder's tokenizer loaded from its
+backend's JSON and its layout without the tokenizer (``Layout.portable``). What comes back
+is compact: each document's sentence spans and token count, and the group's batches as
+plain arrays; this process rebuilds the sentences from the text it holds and wraps the
+arrays as tensors.
 
-What runs there: segmentation with the default segmenter (sentencex) and
-``encode.prepare.measure_documents``, the very code the encoder runs when it prepares a
-chunk itself, with the encoder's tokenizer loaded from its backend's JSON. What comes back is
-compact (each document's sentence spans, its ids in one array, their lengths); this process
-rebuilds the sentences from the text it holds.
+How: a pool of workers per process, started by the first large call that wants them and
+reused by later ones. Each is a fresh interpreter (``python -c``) that imports this module,
+numpy, tokenizers and sentencex, but neither torch nor the caller's ``__main__`` (no main
+guard needed, nothing forked from a process that has torch's threads), with its share of the
+cores for the tokenizer's own threads. Requests and results travel as pickles over two pipes
+of its own; its stdout and stderr are the caller's. Until a worker is up and has tokenised
+:func:`segment.tokens.probe_texts` exactly as this process does, groups are prepared here,
+and so is any group a worker did not deliver because it ended (logged once; nothing is
+lost). An exception a task raises there is raised here, as itself, when that group is due.
 
-How: one worker per process, started by the first large call and reused by later ones. It is
-a fresh interpreter (``python -c``) that imports this module, numpy, tokenizers and sentencex,
-but neither torch nor the caller's ``__main__`` (no main guard needed, nothing forked from a
-process that has torch's threads). Requests and results travel as pickles over two pipes of
-its own; its stdout and stderr are the caller's. Until the worker is up and has tokenised
-:func:`segment.tokens.probe_texts` exactly as this process does, chunks are prepared here,
-and so is any chunk the worker did not deliver because it ended (logged once; nothing is
-lost). An exception a task raises there is raised here, as itself, when that chunk is due.
-
-``LANDMARK_RAG_PREPARE_PROCESS=1`` (or ``LandmarkEncoder.prepare_process = True``) turns it on
-for calls of more than one group of documents (a smaller call has nothing to overlap);
-``LANDMARK_RAG_PREPARE_PROCESS=0`` keeps it off whatever an encoder says.
+When: by default for calls of more than one group of documents on an accelerator, when the
+host has at least :data:`MIN_CORES` cores (:func:`pool_size`); on a CPU the workers would
+take the cores the forward pass uses, so there they run only when asked
+(``LANDMARK_RAG_PREPARE_PROCESS=1`` or ``LandmarkEncoder.prepare_process = True``).
+``LANDMARK_RAG_PREPARE_PROCESS=0`` keeps them off whatever an encoder says;
+``LANDMARK_RAG_PREPARE_WORKERS=N`` (or ``LandmarkEncoder.prepare_workers``) sets how many.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ import json
 import logging
 import os
 import pickle
+import queue
 import signal
 import struct
 import subprocess
@@ -58,30 +62,67 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-#: Environment variable: ``1``/``true``/``yes``/``on`` uses the worker for large calls,
+#: Environment variable: ``1``/``true``/``yes``/``on`` uses the workers for large calls,
 #: ``0``/``false``/``no``/``off`` never (whatever ``LandmarkEncoder.prepare_process`` says).
 ENV_SWITCH = "LANDMARK_RAG_PREPARE_PROCESS"
-#: The task that prepares a chunk there (named, not pickled: the worker imports it).
-TASK = f"{__name__}:prepare_texts"
-#: Workers started in this process after which, if each of them ended unexpectedly, no more are.
+#: Environment variable: how many workers (when the encoder's ``prepare_workers`` is not set).
+ENV_WORKERS = "LANDMARK_RAG_PREPARE_WORKERS"
+#: The task that prepares a group there (named, not pickled: the worker imports it).
+TASK = f"{__name__}:prepare_group"
+#: Starts beyond the pool's size after which, if those workers ended unexpectedly, no more are.
 MAX_STARTS = 3
+#: Host cores below which an accelerator's calls prepare on the producer thread by default:
+#: with fewer, workers would take the cores this process's own thread and the device's
+#: driver need.
+MIN_CORES = 6
+#: Most workers the default starts: beyond a dozen, the host's single thread that rebuilds
+#: sentences and feeds the device is the bound, not preparation.
+MAX_AUTO_WORKERS = 12
 
 _HEADER = struct.Struct("<Q")
 _OFF = ("0", "false", "no", "off")
 _ON = ("1", "true", "yes", "on")
 
 
-def wanted(setting: bool | None) -> bool:
-    """Whether a large call prepares its documents in the worker: never where the environment
+def wanted(setting: bool | None, accelerator: bool = False) -> bool:
+    """Whether a large call prepares its documents in workers: never where the environment
     switch says no or there are no POSIX pipes to hand over; else ``setting`` (the encoder's
-    ``prepare_process``) when given, else where the switch says yes. Not by default: on the
-    one machine it was measured on (2 cores) it gained as often as it lost (see the module)."""
+    ``prepare_process``) when given; else where the switch says yes, or for an
+    ``accelerator`` (CUDA, MPS) on a host of at least :data:`MIN_CORES` cores. Not on a CPU by
+    default: there the workers' tokenising takes the cores the forward pass runs on."""
     env = os.environ.get(ENV_SWITCH, "").strip().lower()
     if env in _OFF or os.name != "posix":
         return False
     if setting is not None:
         return setting
-    return env in _ON
+    return env in _ON or (accelerator and cores() >= MIN_CORES)
+
+
+def cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform says, as a
+    container's or a job scheduler's limit; else every core of the machine)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def pool_size(setting: bool | None, workers: int | None, accelerator: bool = False) -> int:
+    """How many workers a large call prepares in: 0 when :func:`wanted` says no; else
+    ``workers`` (the encoder's ``prepare_workers``) when given, else ``LANDMARK_RAG_PREPARE_WORKERS``,
+    else for an accelerator the host's cores less four (for this process's threads and the
+    driver's), at most :data:`MAX_AUTO_WORKERS`, and one on a CPU."""
+    if not wanted(setting, accelerator):
+        return 0
+    if workers is None:
+        env = os.environ.get(ENV_WORKERS, "").strip()
+        if env:
+            try:
+                workers = int(env)
+            except ValueError:
+                raise ValueError(f"{ENV_WORKERS} must be a whole number, not {env!r}") from None
+    if workers is None:
+        workers = min(MAX_AUTO_WORKERS, cores() - 4) if accelerator else 1
+    return max(1, int(workers))
 
 
 class WorkerGone(RuntimeError):
@@ -91,7 +132,8 @@ class WorkerGone(RuntimeError):
 class PreparationWorker:
     """One worker process and the pipes to it; tasks are answered in the order they were sent."""
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int | None = None) -> None:
+        """``threads``: the tokenizer's threads there (``RAYON_NUM_THREADS``); ``None``: every core."""
         self._lock = threading.Lock()  # _pending and _gone
         self._write_lock = threading.Lock()  # one message at a time into the pipe
         self._register_lock = threading.Lock()  # _tokenizers
@@ -107,11 +149,14 @@ class PreparationWorker:
             "import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
             f"from {__name__} import serve; serve(int(sys.argv[2]), int(sys.argv[3]))"
         )
+        env = None
+        if threads is not None:  # several workers share the cores: each tokenizer gets its part
+            env = {**os.environ, "RAYON_NUM_THREADS": str(threads), "RAYON_RS_NUM_CPUS": str(threads)}
         self._process: subprocess.Popen[bytes] | None = None
         try:
             self._process = subprocess.Popen(
                 [sys.executable, "-c", code, json.dumps(paths), str(requests_r), str(results_w)],
-                pass_fds=(requests_r, results_w), stdin=subprocess.DEVNULL, close_fds=True,
+                pass_fds=(requests_r, results_w), stdin=subprocess.DEVNULL, close_fds=True, env=env,
             )
         except OSError as exc:
             logger.debug("no preparation process (%s); preparing here", exc)
@@ -138,6 +183,12 @@ class PreparationWorker:
     def ready(self) -> bool:
         """Whether the worker has started and answers tasks."""
         return self._ready.is_set() and not self._gone
+
+    @property
+    def pending(self) -> int:
+        """Tasks sent and not yet answered."""
+        with self._lock:
+            return len(self._pending)
 
     @property
     def pid(self) -> int | None:
@@ -241,44 +292,59 @@ class PreparationWorker:
                 future.set_exception(WorkerGone("the preparation process ended before it answered"))
 
 
-_WORKER: PreparationWorker | None = None
+_WORKERS: list[PreparationWorker] = []
 _STARTS = 0
 _WORKER_LOCK = threading.Lock()
 
 
+def shared_workers(n: int) -> list[PreparationWorker]:
+    """This process's first ``n`` workers that are alive, started on first use and again after
+    one ended (up to :data:`MAX_STARTS` starts beyond ``n`` in all); fewer, or none, once no
+    more can be had. Each worker's tokenizer gets ``cores // n`` threads (every core for one)."""
+    global _STARTS
+    with _WORKER_LOCK:
+        for worker in _WORKERS:
+            if not worker.alive:
+                worker.close()
+        _WORKERS[:] = [w for w in _WORKERS if w.alive]
+        threads = None if n <= 1 else max(1, cores() // n)
+        while len(_WORKERS) < n and _STARTS < n + MAX_STARTS:
+            _STARTS += 1
+            worker = PreparationWorker(threads)
+            if not worker.alive:
+                break
+            _WORKERS.append(worker)
+        return _WORKERS[:n]
+
+
 def shared_worker() -> PreparationWorker | None:
-    """This process's worker, started on first use (and again after one ended, up to
-    :data:`MAX_STARTS` starts); ``None`` once it cannot be had."""
-    global _WORKER, _STARTS
-    with _WORKER_LOCK:
-        if _WORKER is not None and _WORKER.alive:
-            return _WORKER
-        if _STARTS >= MAX_STARTS:
-            return None
-        if _WORKER is not None:
-            _WORKER.close()
-        _STARTS += 1
-        _WORKER = PreparationWorker()
-        return _WORKER if _WORKER.alive else None
+    """This process's first worker (see :func:`shared_workers`), or ``None``."""
+    workers = shared_workers(1)
+    return workers[0] if workers else None
 
 
-def close_shared_worker() -> None:
-    """End this process's worker, if one runs (at exit; tests)."""
-    global _WORKER
+def close_shared_workers() -> None:
+    """End this process's workers (at exit; tests; to start a pool of another size): a pool
+    closed on purpose may be started again in full."""
+    global _STARTS
     with _WORKER_LOCK:
-        if _WORKER is not None:
-            _WORKER.close()
-            _WORKER = None
+        for worker in _WORKERS:
+            worker.close()
+        _WORKERS.clear()
+        _STARTS = 0
+
+
+close_shared_worker = close_shared_workers
 
 
 def _forget_after_fork() -> None:
     # a forked child shares the parent's pipes to the worker: writing there would interleave
     # with the parent's requests, so the child starts its own worker if it needs one
-    global _WORKER, _STARTS, _WORKER_LOCK
-    _WORKER, _STARTS, _WORKER_LOCK = None, 0, threading.Lock()
+    global _WORKERS, _STARTS, _WORKER_LOCK
+    _WORKERS, _STARTS, _WORKER_LOCK = [], 0, threading.Lock()
 
 
-atexit.register(close_shared_worker)
+atexit.register(close_shared_workers)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_after_fork)
 
@@ -318,24 +384,34 @@ def load_tokenizer(key: str, text: str, probes: Sequence[str]) -> list[list[int]
     return [list(e.ids) for e in backend.encode_batch(list(probes), add_special_tokens=False)]
 
 
-def prepare_texts(
-    key: str, texts: Sequence[str], max_tokens: int, causal: bool
-) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """(Worker) per text, ``(spans [n, 2], ids of all its sentences in one array, their lengths)``:
-    default segmentation and ``encode.prepare.measure_documents`` with long sentences cut."""
+def prepare_group(
+    key: str, texts: Sequence[str], layout: Any, batch_size: int, batch_tokens: int | None, mean: bool
+) -> tuple[list[tuple[np.ndarray, int]], int, list[Any]]:
+    """(Worker) a group of texts made ready for the device, as ``LandmarkEncoder`` makes one:
+    per text ``(sentence spans [n, 2], its tokens)``; the tokens laid out (each sentence
+    capped to a window); the group's padded batches (``encode.batching.BatchArrays``).
+    ``layout``: the encoder's ``Layout.portable()``; ``mean``: whether batches carry mean
+    pooling's token index."""
+    from landmark_rag.encode.batching import batch_jobs, pack_arrays
     from landmark_rag.encode.prepare import measure_documents
     from landmark_rag.segment.segment import sentence_spans
 
     lists = [sentence_spans(t) for t in texts]
     n = len(texts)
-    measured = measure_documents(texts, lists, _BACKENDS[key], max_tokens, causal, cut=[True] * n, doc_ids=[None] * n)
-    out = []
-    for sents, ids in measured:
+    measured = measure_documents(
+        texts, lists, _BACKENDS[key], layout.max_sentence_tokens, layout.causal, cut=[True] * n, doc_ids=[None] * n
+    )
+    docs: list[tuple[np.ndarray, int]] = []
+    jobs = []
+    laid = 0
+    for d, (sents, ids) in enumerate(measured):
         spans = np.array([(s.start, s.end) for s in sents], dtype=np.int64).reshape(-1, 2)
-        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-        flat = np.concatenate(ids).astype(np.int64, copy=False) if ids else np.zeros(0, dtype=np.int64)
-        out.append((spans, flat, lengths))
-    return out
+        docs.append((spans, sum(len(x) for x in ids)))
+        capped = layout.cap_ids(ids)
+        laid += sum(len(x) for x in capped)
+        jobs.extend(layout.document_jobs(capped, d))
+    batches = [pack_arrays(b, layout.pad_id, mean) for b in batch_jobs(jobs, batch_size, batch_tokens)]
+    return docs, laid, batches
 
 
 def serve(requests_fd: int, results_fd: int) -> None:
@@ -344,9 +420,21 @@ def serve(requests_fd: int, results_fd: int) -> None:
     # the worker ends when the caller closes its pipe
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with os.fdopen(requests_fd, "rb") as requests, os.fdopen(results_fd, "wb") as results:
+        # requests are read as they come, while a task runs: a caller sending its next group
+        # to this busy worker does not wait, on a full pipe, for the current one to end
+        inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+        def read() -> None:
+            while True:
+                message = _recv(requests)
+                inbox.put(message)
+                if message is None or message[0] == "exit":
+                    return
+
+        threading.Thread(target=read, name="landmark-prepare-requests", daemon=True).start()
         _send(results, ("ready", os.getpid()))
         while True:
-            message = _recv(requests)
+            message = inbox.get()
             if message is None or message[0] == "exit":
                 return
             _, task, target, args = message

@@ -1,0 +1,102 @@
+"""Windows into padded batches, with numpy alone.
+
+What the host does between laying out a group's windows (``encode.layout``) and the device's
+forward: sort the windows by length (minimal padding), cut them into batches (by windows or
+by padded tokens) and pad each into plain arrays, with the index pooling gathers through. It
+imports neither torch nor transformers, so a preparation process (``encode.runtime.process``)
+runs this very code and hands the arrays back; the encoder only wraps them as tensors (pinned
+on CUDA) on its side.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from landmark_rag.encode.layout import Job
+
+
+class BatchArrays(NamedTuple):
+    """One padded batch as plain arrays (they pickle compactly: one buffer each)."""
+
+    ids: np.ndarray  # int64 [rows, width], right-padded with the pad id
+    lengths: np.ndarray  # int64 [rows]: each row's tokens before padding
+    # not named ``index``: a NamedTuple field of that name would hide tuple.index
+    gather: np.ndarray  # int64 [3, pooled]: row, span start, span end per pooled sentence, rows in order
+    docs: np.ndarray  # int64 [rows]: each row's document within its group (``Job.doc``)
+    sentences: np.ndarray  # int64 [pooled]: each pooled sentence's index in its document
+    spans: np.ndarray | None  # int64 [2, tokens]: mean pooling's token index (:func:`span_tokens`)
+
+    @property
+    def padded(self) -> bool:
+        """Whether any row is shorter than the batch."""
+        return bool(self.lengths.min() < self.ids.shape[1])
+
+    def jobs(self) -> list[Job]:
+        """The batch's jobs again (each row's ids unpadded, its pooled spans): to re-pack a part."""
+        bounds = np.searchsorted(self.gather[0], np.arange(len(self.lengths) + 1))
+        return [
+            Job(self.ids[r, : self.lengths[r]], int(self.docs[r]), self.sentences[a:b],
+                self.gather[1, a:b], self.gather[2, a:b])
+            for r, (a, b) in enumerate(itertools.pairwise(bounds))
+        ]
+
+
+def batch_jobs(jobs: Sequence[Job], batch_size: int, batch_tokens: int | None) -> list[list[Job]]:
+    """``jobs`` sorted by length (minimal padding) in batches of ``batch_size`` jobs, or, when
+    ``batch_tokens`` is set, of at most that many padded tokens (at least one job each)."""
+    order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))
+    if batch_tokens is None:
+        step = max(1, batch_size)
+        return [[jobs[j] for j in order[i : i + step]] for i in range(0, len(order), step)]
+    out: list[list[Job]] = []
+    cur: list[Job] = []
+    for j in order:
+        job = jobs[j]
+        width = len(job.ids)  # sorted ascending: the newest job is the widest in the batch
+        if cur and (len(cur) + 1) * width > batch_tokens:
+            out.append(cur)
+            cur = []
+        cur.append(job)
+    if cur:
+        out.append(cur)
+    return out
+
+
+def pack_arrays(jobs: Sequence[Job], pad_id: int, mean: bool = False) -> BatchArrays:
+    """``jobs`` padded into one batch; ``mean``: with the token index mean pooling adds up
+    (built here, with the batch, so that a device never waits for a count it would read back)."""
+    lengths = np.fromiter((len(j.ids) for j in jobs), dtype=np.int64, count=len(jobs))
+    width = int(lengths.max())
+    ids = np.full((len(jobs), width), pad_id, dtype=np.int64)
+    for r, job in enumerate(jobs):
+        ids[r, : len(job.ids)] = job.ids
+    counts = np.fromiter((len(j.sentences) for j in jobs), dtype=np.int64, count=len(jobs))
+    gather = np.empty((3, int(counts.sum())), dtype=np.int64)
+    gather[0] = np.repeat(np.arange(len(jobs), dtype=np.int64), counts)
+    if len(jobs):
+        gather[1] = np.concatenate([j.starts for j in jobs])
+        gather[2] = np.concatenate([j.ends for j in jobs])
+    sentences = np.concatenate([np.asarray(j.sentences, dtype=np.int64) for j in jobs])
+    docs = np.fromiter((j.doc for j in jobs), dtype=np.int64, count=len(jobs))
+    spans = span_tokens(gather[0], gather[1], gather[2], width) if mean else None
+    return BatchArrays(ids, lengths, gather, docs, sentences, spans)
+
+
+def span_tokens(rows: np.ndarray, starts: np.ndarray, ends: np.ndarray, width: int) -> np.ndarray:
+    """The token positions mean pooling sums: int64 ``[2, tokens]``, per token of every span
+    ``[starts[k], ends[k])`` of batch row ``rows[k]``, its span ``k`` and its position in the
+    flattened ``[rows * width]`` batch, spans in order.
+
+    numpy on the host, where a batch is padded: its arrays are small, where a framework's
+    per-operation overhead would cost more than the arithmetic, and a batch then reaches a
+    device with its index, so the device never waits for a count it would have to read back."""
+    rows, starts, ends = (np.asarray(x, dtype=np.int64) for x in (rows, starts, ends))
+    lens = np.maximum(ends - starts, 0)
+    seg = np.repeat(np.arange(rows.shape[0], dtype=np.int64), lens)
+    first = np.cumsum(lens) - lens  # each span's first slot in the token list
+    offset = np.arange(seg.shape[0], dtype=np.int64) - first[seg]
+    return np.stack([seg, rows[seg] * width + starts[seg] + offset])
