@@ -30,3 +30,15 @@ def prepare_or_die(key, texts, *args):
 def loaded(names):
     """Which of ``names`` the worker has imported."""
     return [n for n in names if n in sys.modules]
+
+
+def explode():
+    """Called where a request is unpickled: the worker cannot read it."""
+    raise RuntimeError("this request cannot be read here")
+
+
+class Unreadable:
+    """Pickles in the caller; unpickling it in the worker raises."""
+
+    def __reduce__(self):
+        return (explode, ())

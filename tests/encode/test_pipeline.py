@@ -412,6 +412,8 @@ def test_the_switch(monkeypatch, env, setting, expected) -> None:
         (None, "6", None, 3, True, 16, 3),  # the encoder's own count first
         ("0", None, True, 3, True, 16, 0),  # the switch off wins
         (None, None, False, None, True, 16, 0),
+        (None, None, True, 0, True, 16, 0),  # zero workers: none
+        ("1", "0", None, None, False, 16, 0),
     ],
 )
 def test_how_many_workers(monkeypatch, env, workers_env, setting, workers, accelerator, cores, expected) -> None:
@@ -422,6 +424,40 @@ def test_how_many_workers(monkeypatch, env, workers_env, setting, workers, accel
             monkeypatch.setenv(name, value)
     monkeypatch.setattr(process, "cores", lambda: cores)
     assert process.pool_size(setting, workers, accelerator) == expected
+
+
+def test_a_request_the_worker_cannot_read_ends_it_and_loses_nothing(tiny_encoder, monkeypatch, worker_restarts) -> None:
+    enc = tiny_encoder(max_length=64)
+    worker = _ready_worker(enc)
+    with pytest.raises(process.WorkerGone):
+        worker.submit("json:loads", prepare_faults.Unreadable()).result(timeout=60)
+    deadline = time.monotonic() + 30
+    while worker.alive and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not worker.alive  # ended, not hanging with the caller waiting on it
+
+    class Local:  # does not pickle at all: the task is refused here, the worker lives on
+        pass
+
+    second = _ready_worker(enc)
+    with pytest.raises(process.WorkerGone, match="could not be sent"):
+        second.submit("json:loads", Local()).result(timeout=60)
+    assert second.alive and second.submit("json:loads", "[1]").result(timeout=60) == [1]
+
+
+def test_a_str_subclass_of_the_callers_is_prepared_as_its_text(tiny_encoder, monkeypatch, worker_restarts) -> None:
+    class Text(str):
+        pass
+
+    enc = tiny_encoder(max_length=64)
+    monkeypatch.setattr(encoder_module, "_TASK_CHARS", 1500)
+    docs = _many_docs()
+    enc.prepare_process = False
+    here = enc.encode_documents(docs)
+    enc.prepare_process = True
+    first = _ready_worker(enc)
+    _same(enc.encode_documents([Text(d) for d in docs]), here, atol=1e-5)
+    assert first.alive
 
 
 def test_a_bad_worker_count_is_an_error(monkeypatch) -> None:

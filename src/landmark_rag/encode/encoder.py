@@ -298,7 +298,7 @@ class LandmarkEncoder:
         results: list[EncodedDocument] = []
         bar = tqdm(total=n, desc="encoding", unit="doc", **bar_options(show_progress))
         t0, tokens_done = time.perf_counter(), 0
-        several, pooled = _several_groups(inputs, batch_tokens), _several_tasks(inputs)
+        several, pooled = _several_groups(inputs, batch_tokens), self._pool_wanted(inputs, segmenter)
         # group n + 1 is segmented, tokenised, planned and padded on a producer thread (or in
         # worker processes, ``runtime.process``, whose groups it collects) while group n runs
         # on the device (``Prefetch``: order kept, errors raised where they occur)
@@ -338,7 +338,7 @@ class LandmarkEncoder:
         inputs = _inputs(texts, doc_ids, sentences, "prepare_documents")
         if batch_tokens is None and self.device.type == "cuda":
             batch_tokens = self.auto_batch_tokens()
-        pooled = _several_tasks(inputs)
+        pooled = self._pool_wanted(inputs, segmenter)
         return PreparedDocuments(list(self._planned_groups(inputs, batch_size, batch_tokens, segmenter, worker_allowed=pooled)))
 
     def encode_prepared(self, prepared: PreparedDocuments) -> list[EncodedDocument]:
@@ -361,10 +361,8 @@ class LandmarkEncoder:
         """``inputs`` prepared, grouped by tokens and packed into batches, group by group: in
         worker processes (``encode.runtime.process``) where they are wanted and the documents
         are segmented with the default segmenter, else here."""
-        own_sentences = segmenter is None and all(given is None for _, _, given in inputs)
-        if worker_allowed and own_sentences:
-            accelerator = self.device.type != "cpu"
-            n = prepare_process.pool_size(self.prepare_process, self.prepare_workers, accelerator)
+        if worker_allowed:
+            n = prepare_process.pool_size(self.prepare_process, self.prepare_workers, self.device.type != "cpu")
             workers = prepare_process.shared_workers(n) if n else []
             if workers:
                 yield from self._pooled_groups(inputs, workers, batch_size, batch_tokens)
@@ -373,6 +371,13 @@ class LandmarkEncoder:
         group_tokens = max(_GROUP_TOKENS, batch_tokens or 0)
         for group, tokens in _groups(docs, group_tokens):
             yield self._plan_group(group, tokens, batch_size, batch_tokens)
+
+    def _pool_wanted(self, inputs: list[_Input], segmenter: Segmenter | None) -> bool:
+        """Whether a call goes to preparation workers: one large enough to share among them,
+        of documents the default segmenter splits, where workers are wanted at all."""
+        if segmenter is not None or any(given is not None for _, _, given in inputs) or not _several_tasks(inputs):
+            return False
+        return prepare_process.pool_size(self.prepare_process, self.prepare_workers, self.device.type != "cpu") > 0
 
     def auto_batch_tokens(self) -> int:
         """Padded tokens per batch on a CUDA device when the caller gives no ``batch_tokens``.
@@ -435,11 +440,13 @@ class LandmarkEncoder:
                 ready = [(w.pending, i, w, key) for i, w in enumerate(workers) if (key := w.tokenizer_key(tt))]
                 if ready:
                     _, _, worker, key = min(ready, key=lambda r: (r[0], r[1]))
-                    future = worker.submit(
-                        prepare_process.TASK, key, [text for text, _, _ in chunk], layout, batch_size, batch_tokens, mean
-                    )
+                    # a subclass of str (the caller's own) would not unpickle there
+                    texts = [text if type(text) is str else str(text) for text, _, _ in chunk]
+                    future = worker.submit(prepare_process.TASK, key, texts, layout, batch_size, batch_tokens, mean)
             pending.append((chunk, future))
-            if len(pending) > _PREPARE_AHEAD * len(workers):
+            # a chunk prepared here is prepared when its turn comes, not queued behind others:
+            # the chunks after it then look again for a worker that has come up meanwhile
+            while pending and (len(pending) > _PREPARE_AHEAD * len(workers) or future is None):
                 yield from receive()
         while pending:
             yield from receive()
@@ -553,9 +560,13 @@ class LandmarkEncoder:
         compiled model that failed: :meth:`_run_batch` retries it as it always does)."""
         try:
             vecs = self._forward_pool_device(batch, mode, self.document_model, True)
+        except torch.OutOfMemoryError:
+            self._run_halves(batch, outs, mode, documents=True)
+            return None
         except Exception as exc:
-            if not isinstance(exc, torch.OutOfMemoryError) and self.document_model is None:
-                raise  # nothing the synchronous path would do otherwise
+            if self.document_model is None:
+                raise
+            self._drop_compiled(exc)
             self._run_batch(batch, outs, mode, documents=True)
             return None
         if vecs.device.type == "cpu":
@@ -563,7 +574,9 @@ class LandmarkEncoder:
         host = torch.empty(vecs.shape, dtype=vecs.dtype, pin_memory=True)
         host.copy_(vecs, non_blocking=True)
         ready = torch.cuda.Event()
-        ready.record()
+        # on the stream the copy was queued on: the encoder's device, which need not be the
+        # current one (an encoder on cuda:1 in a process whose current device is cuda:0)
+        ready.record(torch.cuda.current_stream(vecs.device))
         return batch, host, ready
 
     def _run_jobs(
@@ -595,23 +608,12 @@ class LandmarkEncoder:
         try:
             pooled = self._forward_pool(batch, mode, model, documents)
         except torch.OutOfMemoryError:
-            if len(batch.jobs) == 1:
-                raise
-            if self.device.type == "cuda":
-                torch.cuda.empty_cache()
-            half = len(batch.jobs) // 2
-            logger.warning("out of memory on a batch of %d windows; retrying in halves", len(batch.jobs))
-            pin = self.device.type == "cuda"
-            mean = batch.spans is not None
-            self._run_batch(_pack(batch.jobs[:half], self.pad_id, pin, mean), outs, mode, documents)
-            self._run_batch(_pack(batch.jobs[half:], self.pad_id, pin, mean), outs, mode, documents)
+            self._run_halves(batch, outs, mode, documents)
             return
         except Exception as exc:  # e.g. inductor without a C++ compiler
             if model is None:
                 raise
-            # compiling is an optimisation the user asked for, not a reason to lose the run
-            logger.warning("torch.compile failed (%s: %s); encoding on without it", type(exc).__name__, exc)
-            self.document_model = None
+            self._drop_compiled(exc)
             self._run_batch(batch, outs, mode, documents)
             return
         _scatter(batch, pooled, outs)
@@ -623,6 +625,26 @@ class LandmarkEncoder:
         Document windows run under :attr:`document_autocast` (bf16 on CPUs that have it,
         ``encode.runtime.precision``); queries always run as loaded."""
         return self._forward_pool_device(batch, mode, model, documents).cpu().numpy()
+
+    def _run_halves(self, batch: _Packed, outs: list[np.ndarray], mode: Pooling, documents: bool) -> None:
+        """``batch``, which ran out of device memory, run again as two halves (each halved again
+        while it does not fit; a single window that does not fit raises)."""
+        jobs = batch.jobs
+        if len(jobs) == 1:
+            raise torch.OutOfMemoryError(f"one window of {len(jobs[0].ids)} tokens does not fit the device")
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        half = len(jobs) // 2
+        logger.warning("out of memory on a batch of %d windows; retrying in halves", len(jobs))
+        pin = self.device.type == "cuda"
+        mean = batch.spans is not None
+        self._run_batch(_pack(jobs[:half], self.pad_id, pin, mean), outs, mode, documents)
+        self._run_batch(_pack(jobs[half:], self.pad_id, pin, mean), outs, mode, documents)
+
+    def _drop_compiled(self, exc: Exception) -> None:
+        # compiling is an optimisation the user asked for, not a reason to lose the run
+        logger.warning("torch.compile failed (%s: %s); encoding on without it", type(exc).__name__, exc)
+        self.document_model = None
 
     @torch.inference_mode()
     def _forward_pool_device(
@@ -819,8 +841,11 @@ def _tensors(arrays: BatchArrays, pin: bool) -> _Packed:
         t = torch.from_numpy(x)
         return t.pin_memory() if pin else t
 
+    ids, gather = tensor(arrays.ids), tensor(arrays.gather)
     spans = tensor(arrays.spans) if arrays.spans is not None else None
-    return _Packed(arrays, tensor(arrays.ids), tensor(mask), tensor(arrays.gather), arrays.padded, spans)
+    # the host's view of the batch reads the pinned copies: the arrays it came as can go
+    arrays = arrays._replace(ids=ids.numpy(), gather=gather.numpy(), spans=spans.numpy() if spans is not None else None)
+    return _Packed(arrays, ids, tensor(mask), gather, arrays.padded, spans)
 
 
 def _groups(docs: Iterable[_Document], group_tokens: int = _GROUP_TOKENS) -> Iterator[tuple[list[_Document], int]]:

@@ -21,12 +21,14 @@ arrays as tensors.
 How: a pool of workers per process, started by the first large call that wants them and
 reused by later ones. Each is a fresh interpreter (``python -c``) that imports this module,
 numpy, tokenizers and sentencex, but neither torch nor the caller's ``__main__`` (no main
-guard needed, nothing forked from a process that has torch's threads), with its share of the
-cores for the tokenizer's own threads. Requests and results travel as pickles over two pipes
-of its own; its stdout and stderr are the caller's. Until a worker is up and has tokenised
+guard needed, nothing forked from a process that has torch's threads), tokenising on one
+thread when it is one of several. Requests and results travel as pickles over two pipes of
+its own; its stdout and stderr are the caller's. Until a worker is up and has tokenised
 :func:`segment.tokens.probe_texts` exactly as this process does, groups are prepared here,
-and so is any group a worker did not deliver because it ended (logged once; nothing is
-lost). An exception a task raises there is raised here, as itself, when that group is due.
+and so is any group a worker did not deliver because it ended, or that could not be sent
+(logged once; nothing is lost). A request a worker cannot read ends it (the caller then
+prepares what it had) rather than leave the caller waiting. An exception a task raises there
+is raised here, as itself, when that group is due.
 
 When: by default for calls of more than one group of documents on an accelerator, when the
 host has at least :data:`MIN_CORES` cores (:func:`pool_size`); on a CPU the workers would
@@ -99,19 +101,25 @@ def wanted(setting: bool | None, accelerator: bool = False) -> bool:
 
 
 def cores() -> int:
-    """The cores this process may run on (its CPU affinity where the platform says, as a
-    container's or a job scheduler's limit; else every core of the machine)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0)) or 1
-    return os.cpu_count() or 1
+    """The cores this process may use: its CPU affinity (a cpuset) where the platform says,
+    else every core of the machine, and no more than a cgroup v2 CPU quota allows (a
+    container's ``--cpus``, a pod's limit), rounded up."""
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        quota, period = open("/sys/fs/cgroup/cpu.max").read().split()[:2]  # noqa: SIM115 - one read
+        if quota != "max":
+            n = min(n, -(-int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass
+    return max(1, n)
 
 
 def pool_size(setting: bool | None, workers: int | None, accelerator: bool = False) -> int:
     """How many workers a large call prepares in: 0 when :func:`wanted` says no; else
-    ``workers`` (the encoder's ``prepare_workers``) when given, else ``LANDMARK_RAG_PREPARE_WORKERS``,
+    ``workers`` (the encoder's ``prepare_workers``; 0: none) when given, else ``LANDMARK_RAG_PREPARE_WORKERS``,
     else for an accelerator the host's cores less four (for this process's threads and the
     driver's), at most :data:`MAX_AUTO_WORKERS`, and one on a CPU."""
-    if not wanted(setting, accelerator):
+    if not wanted(setting, accelerator) or workers == 0:
         return 0
     if workers is None:
         env = os.environ.get(ENV_WORKERS, "").strip()
@@ -122,7 +130,7 @@ def pool_size(setting: bool | None, workers: int | None, accelerator: bool = Fal
                 raise ValueError(f"{ENV_WORKERS} must be a whole number, not {env!r}") from None
     if workers is None:
         workers = min(MAX_AUTO_WORKERS, cores() - 4) if accelerator else 1
-    return max(1, int(workers))
+    return max(0, int(workers))
 
 
 class WorkerGone(RuntimeError):
@@ -169,7 +177,8 @@ class PreparationWorker:
             self._gone = True
             return
         self._results: IO[bytes] = os.fdopen(results_r, "rb")
-        self._requests: IO[bytes] = os.fdopen(requests_w, "wb")
+        # unbuffered: nothing half-written can sit in a buffer that a forked child would flush
+        self._requests: IO[bytes] = os.fdopen(requests_w, "wb", buffering=0)
         self._reader = threading.Thread(target=self._read, name="landmark-prepare-results", daemon=True)
         self._reader.start()
 
@@ -206,14 +215,33 @@ class PreparationWorker:
             task = next(self._ids)
             self._pending[task] = future
         try:
+            data = _encode(("call", task, target, args))
+        except Exception as exc:  # noqa: BLE001 - e.g. a str subclass of the caller's: prepared there instead
+            with self._lock:
+                self._pending.pop(task, None)
+            future.set_exception(WorkerGone(f"the task could not be sent ({type(exc).__name__}: {exc})"))
+            return future
+        try:
             with self._write_lock:
-                _send(self._requests, ("call", task, target, args))
-        except (OSError, ValueError) as exc:  # the pipe closed under us: the worker has ended
+                _write(self._requests, data)
+        except BaseException as exc:
+            # a write cut short (the pipe closed, or Ctrl-C mid-message) leaves the worker's
+            # stream unreadable: it is ended, and what it had is prepared by the caller
+            self._abandon()
             with self._lock:
                 lost = self._pending.pop(task, None)
             if lost is not None:
-                lost.set_exception(WorkerGone(f"the preparation process has ended ({exc})"))
+                lost.set_exception(WorkerGone(f"the preparation process has ended ({type(exc).__name__})"))
+            if not isinstance(exc, Exception):
+                raise
         return future
+
+    def _abandon(self) -> None:
+        """Mark the worker ended and end its process (its request stream may be garbled)."""
+        with self._lock:
+            self._gone = True
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
 
     def tokenizer_key(self, tt: Any) -> str | None:
         """The worker's name for ``tt``'s backend (a ``segment.tokens.TextTokenizer``) once the
@@ -250,16 +278,21 @@ class PreparationWorker:
                     _send(self._requests, ("exit",))
             except (OSError, ValueError):
                 pass
-        for stream in (self._requests, self._results):
-            try:
-                stream.close()
-            except (OSError, ValueError):
-                pass
+        self._close_streams()
         try:
             self._process.wait(timeout=2)
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
+
+    def _close_streams(self) -> None:
+        for name in ("_requests", "_results"):
+            stream = getattr(self, name, None)
+            if stream is not None:
+                try:
+                    stream.close()
+                except (OSError, ValueError):
+                    pass
 
     def _read(self) -> None:
         try:
@@ -300,14 +333,15 @@ _WORKER_LOCK = threading.Lock()
 def shared_workers(n: int) -> list[PreparationWorker]:
     """This process's first ``n`` workers that are alive, started on first use and again after
     one ended (up to :data:`MAX_STARTS` starts beyond ``n`` in all); fewer, or none, once no
-    more can be had. Each worker's tokenizer gets ``cores // n`` threads (every core for one)."""
+    more can be had. A worker of a pool of several tokenises on one thread (their processes
+    share the cores); a lone worker's tokenizer has every core."""
     global _STARTS
     with _WORKER_LOCK:
         for worker in _WORKERS:
             if not worker.alive:
                 worker.close()
         _WORKERS[:] = [w for w in _WORKERS if w.alive]
-        threads = None if n <= 1 else max(1, cores() // n)
+        threads = None if n <= 1 else 1
         while len(_WORKERS) < n and _STARTS < n + MAX_STARTS:
             _STARTS += 1
             worker = PreparationWorker(threads)
@@ -341,6 +375,8 @@ def _forget_after_fork() -> None:
     # a forked child shares the parent's pipes to the worker: writing there would interleave
     # with the parent's requests, so the child starts its own worker if it needs one
     global _WORKERS, _STARTS, _WORKER_LOCK
+    for worker in _WORKERS:  # the parent's: closed here, so its workers see the parent's end alone
+        worker._close_streams()
     _WORKERS, _STARTS, _WORKER_LOCK = [], 0, threading.Lock()
 
 
@@ -378,9 +414,8 @@ def load_tokenizer(key: str, text: str, probes: Sequence[str]) -> list[list[int]
     from landmark_rag.segment.tokens import TextTokenizer
 
     backend = Tokenizer.from_str(text)
+    # kept for the worker's life: the caller remembers what each worker has loaded
     _BACKENDS[key] = TextTokenizer.from_backend(backend)
-    while len(_BACKENDS) > 4:
-        _BACKENDS.popitem(last=False)
     return [list(e.ids) for e in backend.encode_batch(list(probes), add_special_tokens=False)]
 
 
@@ -425,11 +460,14 @@ def serve(requests_fd: int, results_fd: int) -> None:
         inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
 
         def read() -> None:
-            while True:
-                message = _recv(requests)
-                inbox.put(message)
-                if message is None or message[0] == "exit":
-                    return
+            try:
+                while True:
+                    message = _recv(requests)
+                    if message is None or message[0] == "exit":
+                        return
+                    inbox.put(message)
+            finally:  # a request that cannot be read ends the worker: the caller prepares its groups
+                inbox.put(None)
 
         threading.Thread(target=read, name="landmark-prepare-requests", daemon=True).start()
         _send(results, ("ready", os.getpid()))
@@ -465,9 +503,18 @@ def _portable(exc: Exception) -> tuple[Exception, str]:
 
 
 def _send(stream: IO[bytes], message: Any) -> None:
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(data)))
-    stream.write(data)
+    _write(stream, _encode(message))
+
+
+def _encode(message: Any) -> bytes:
+    return pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _write(stream: IO[bytes], data: bytes) -> None:
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:  # an unbuffered stream may take part of it per call
+        written = stream.write(view)
+        view = view[written if written is not None else len(view) :]
     stream.flush()
 
 
