@@ -414,6 +414,7 @@ def test_the_switch(monkeypatch, env, setting, expected) -> None:
         (None, None, False, None, True, 16, 0),
         (None, None, True, 0, True, 16, 0),  # zero workers: none
         ("1", "0", None, None, False, 16, 0),
+        (None, None, True, None, True, 4, 1),  # asked for on a small host: one
     ],
 )
 def test_how_many_workers(monkeypatch, env, workers_env, setting, workers, accelerator, cores, expected) -> None:
@@ -465,6 +466,31 @@ def test_a_bad_worker_count_is_an_error(monkeypatch) -> None:
     monkeypatch.setenv(process.ENV_WORKERS, "many")
     with pytest.raises(ValueError, match="LANDMARK_RAG_PREPARE_WORKERS"):
         process.pool_size(None, None)
+    with pytest.raises(ValueError, match="0 or more"):
+        process.pool_size(True, -2)
+
+
+def test_a_child_forked_after_the_pool_started_neither_hangs_nor_disturbs_it(tiny_encoder, worker_restarts) -> None:
+    """A fork (multiprocessing, a DataLoader) while the pool's reader threads wait on their
+    pipes: the child lets go of the parent's pipe ends and goes on; the parent's workers answer."""
+    import os
+
+    enc = tiny_encoder(max_length=64)
+    workers = _ready_pool(enc, 2)
+    pid = os.fork()
+    if pid == 0:  # the child: prove it got past the fork hooks, then leave at once
+        os._exit(0 if not process._WORKERS else 3)
+    deadline = time.monotonic() + 30
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            raise AssertionError("the forked child hung")
+        time.sleep(0.02)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert [w.submit("json:loads", "[1]").result(timeout=60) for w in workers] == [[1], [1]]
 
 
 @pytest.mark.parametrize("group_tokens", [1, 300, 1 << 17])

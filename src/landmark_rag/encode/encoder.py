@@ -441,7 +441,7 @@ class LandmarkEncoder:
                 if ready:
                     _, _, worker, key = min(ready, key=lambda r: (r[0], r[1]))
                     # a subclass of str (the caller's own) would not unpickle there
-                    texts = [text if type(text) is str else str(text) for text, _, _ in chunk]
+                    texts = [text if type(text) is str else str.__str__(text) for text, _, _ in chunk]
                     future = worker.submit(prepare_process.TASK, key, texts, layout, batch_size, batch_tokens, mean)
             pending.append((chunk, future))
             # a chunk prepared here is prepared when its turn comes, not queued behind others:
@@ -558,16 +558,19 @@ class LandmarkEncoder:
         """``batch`` launched: ``(batch, its vectors in host memory once ready, the event that
         says when)``; ``None`` when it was run to the end at once instead (out of memory, or a
         compiled model that failed: :meth:`_run_batch` retries it as it always does)."""
+        out_of_memory = False
         try:
             vecs = self._forward_pool_device(batch, mode, self.document_model, True)
         except torch.OutOfMemoryError:
-            self._run_halves(batch, outs, mode, documents=True)
-            return None
+            out_of_memory = True  # halved below, once the failed attempt's tensors are let go
         except Exception as exc:
             if self.document_model is None:
                 raise
             self._drop_compiled(exc)
             self._run_batch(batch, outs, mode, documents=True)
+            return None
+        if out_of_memory:
+            self._run_halves(batch, outs, mode, documents=True)
             return None
         if vecs.device.type == "cpu":
             return batch, vecs, None
@@ -608,13 +611,15 @@ class LandmarkEncoder:
         try:
             pooled = self._forward_pool(batch, mode, model, documents)
         except torch.OutOfMemoryError:
-            self._run_halves(batch, outs, mode, documents)
-            return
+            pooled = None  # halved below, once the failed attempt's tensors are let go
         except Exception as exc:  # e.g. inductor without a C++ compiler
             if model is None:
                 raise
             self._drop_compiled(exc)
             self._run_batch(batch, outs, mode, documents)
+            return
+        if pooled is None:
+            self._run_halves(batch, outs, mode, documents)
             return
         _scatter(batch, pooled, outs)
 
@@ -628,12 +633,13 @@ class LandmarkEncoder:
 
     def _run_halves(self, batch: _Packed, outs: list[np.ndarray], mode: Pooling, documents: bool) -> None:
         """``batch``, which ran out of device memory, run again as two halves (each halved again
-        while it does not fit; a single window that does not fit raises)."""
-        jobs = batch.jobs
-        if len(jobs) == 1:
-            raise torch.OutOfMemoryError(f"one window of {len(jobs[0].ids)} tokens does not fit the device")
+        while it does not fit; a single window is tried once more, then its error raised)."""
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
+        jobs = batch.jobs
+        if len(jobs) == 1:  # what the cache held may be all it lacked; a second failure is the answer
+            _scatter(batch, self._forward_pool(batch, mode, self.document_model if documents else None, documents), outs)
+            return
         half = len(jobs) // 2
         logger.warning("out of memory on a batch of %d windows; retrying in halves", len(jobs))
         pin = self.device.type == "cuda"

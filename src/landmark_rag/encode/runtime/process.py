@@ -41,6 +41,7 @@ take the cores the forward pass uses, so there they run only when asked
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import importlib
 import itertools
@@ -102,14 +103,15 @@ def wanted(setting: bool | None, accelerator: bool = False) -> bool:
 
 def cores() -> int:
     """The cores this process may use: its CPU affinity (a cpuset) where the platform says,
-    else every core of the machine, and no more than a cgroup v2 CPU quota allows (a
-    container's ``--cpus``, a pod's limit), rounded up."""
+    else every core of the machine, and no more than the CPU quota of its cgroup v2 namespace
+    allows (``/sys/fs/cgroup/cpu.max``: a container's ``--cpus``, a pod's limit), rounded up.
+    Quotas set elsewhere (a parent cgroup, cgroup v1) are not seen."""
     n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     try:
         quota, period = open("/sys/fs/cgroup/cpu.max").read().split()[:2]  # noqa: SIM115 - one read
         if quota != "max":
             n = min(n, -(-int(quota) // int(period)))
-    except (OSError, ValueError):
+    except (OSError, ValueError, ArithmeticError):
         pass
     return max(1, n)
 
@@ -119,7 +121,7 @@ def pool_size(setting: bool | None, workers: int | None, accelerator: bool = Fal
     ``workers`` (the encoder's ``prepare_workers``; 0: none) when given, else ``LANDMARK_RAG_PREPARE_WORKERS``,
     else for an accelerator the host's cores less four (for this process's threads and the
     driver's), at most :data:`MAX_AUTO_WORKERS`, and one on a CPU."""
-    if not wanted(setting, accelerator) or workers == 0:
+    if not wanted(setting, accelerator):
         return 0
     if workers is None:
         env = os.environ.get(ENV_WORKERS, "").strip()
@@ -128,9 +130,11 @@ def pool_size(setting: bool | None, workers: int | None, accelerator: bool = Fal
                 workers = int(env)
             except ValueError:
                 raise ValueError(f"{ENV_WORKERS} must be a whole number, not {env!r}") from None
-    if workers is None:
-        workers = min(MAX_AUTO_WORKERS, cores() - 4) if accelerator else 1
-    return max(0, int(workers))
+    if workers is None:  # asked for on a small host too: at least one
+        return max(1, min(MAX_AUTO_WORKERS, cores() - 4)) if accelerator else 1
+    if int(workers) < 0:
+        raise ValueError(f"preparation workers must be 0 or more, not {workers}")
+    return int(workers)
 
 
 class WorkerGone(RuntimeError):
@@ -208,19 +212,17 @@ class PreparationWorker:
         """Run ``target`` (``"module:function"``) on ``args`` there; the future holds its
         result, its exception, or :class:`WorkerGone`."""
         future: Future[Any] = Future()
+        task = next(self._ids)
+        try:
+            data = _encode(("call", task, target, args))
+        except Exception as exc:  # noqa: BLE001 - e.g. an object of the caller's own: prepared there instead
+            future.set_exception(WorkerGone(f"the task could not be sent ({type(exc).__name__}: {exc})"))
+            return future
         with self._lock:
             if self._gone:
                 future.set_exception(WorkerGone("the preparation process has ended"))
                 return future
-            task = next(self._ids)
             self._pending[task] = future
-        try:
-            data = _encode(("call", task, target, args))
-        except Exception as exc:  # noqa: BLE001 - e.g. a str subclass of the caller's: prepared there instead
-            with self._lock:
-                self._pending.pop(task, None)
-            future.set_exception(WorkerGone(f"the task could not be sent ({type(exc).__name__}: {exc})"))
-            return future
         try:
             with self._write_lock:
                 _write(self._requests, data)
@@ -285,6 +287,14 @@ class PreparationWorker:
             self._process.kill()
             self._process.wait()
 
+    def _release_in_child(self) -> None:
+        """(A forked child) close this copy's pipe ends without touching the buffered reader,
+        whose lock the parent's reader thread may have held at the fork."""
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            self._requests.close()  # unbuffered: no lock, nothing to flush
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            self._results.raw.close()  # type: ignore[attr-defined]
+
     def _close_streams(self) -> None:
         for name in ("_requests", "_results"):
             stream = getattr(self, name, None)
@@ -326,6 +336,7 @@ class PreparationWorker:
 
 
 _WORKERS: list[PreparationWorker] = []
+_ORPHANS: list[PreparationWorker] = []  # a forked child's copies of the parent's workers
 _STARTS = 0
 _WORKER_LOCK = threading.Lock()
 
@@ -375,8 +386,11 @@ def _forget_after_fork() -> None:
     # a forked child shares the parent's pipes to the worker: writing there would interleave
     # with the parent's requests, so the child starts its own worker if it needs one
     global _WORKERS, _STARTS, _WORKER_LOCK
-    for worker in _WORKERS:  # the parent's: closed here, so its workers see the parent's end alone
-        worker._close_streams()
+    for worker in _WORKERS:  # the parent's: let go of here, so its workers see the parent's end alone
+        worker._release_in_child()
+    # kept referenced: a buffered reader freed here would wait for a lock its reader thread
+    # held at the fork, a thread this child does not have
+    _ORPHANS.extend(_WORKERS)
     _WORKERS, _STARTS, _WORKER_LOCK = [], 0, threading.Lock()
 
 
@@ -511,10 +525,10 @@ def _encode(message: Any) -> bytes:
 
 
 def _write(stream: IO[bytes], data: bytes) -> None:
-    view = memoryview(_HEADER.pack(len(data)) + data)
-    while view:  # an unbuffered stream may take part of it per call
-        written = stream.write(view)
-        view = view[written if written is not None else len(view) :]
+    for part in (_HEADER.pack(len(data)), data):
+        view = memoryview(part)
+        while view:  # an unbuffered stream may take part of it per call
+            view = view[stream.write(view) or 0 :]
     stream.flush()
 
 
