@@ -525,3 +525,21 @@ def test_launched_batches_finish_as_the_batches_run_one_by_one(tiny_encoder, mon
     monkeypatch.setattr(LandmarkEncoder, "_forward_pool_device", flaky)
     _same(enc.encode_documents(docs, doc_ids=ids, batch_size=3), here, atol=1e-6)
     _same(enc.encode_prepared(enc.prepare_documents(docs, doc_ids=ids, batch_size=3)), here, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [("max 100000\n", 16), ("150000 100000\n", 2), ("50000 100000\n", 1), ("garbage", 16), (None, 16), ("0 0", 16)],
+)
+def test_cores_are_capped_by_a_cgroup_quota(monkeypatch, content, expected) -> None:
+    import io
+
+    monkeypatch.setattr(process.os, "sched_getaffinity", lambda _pid: set(range(16)), raising=False)
+
+    def fake_open(path, *args, **kwargs):
+        if content is None:
+            raise FileNotFoundError(path)
+        return io.StringIO(content)
+
+    monkeypatch.setattr(process, "open", fake_open, raising=False)
+    assert process.cores() == expected
