@@ -217,14 +217,13 @@ def test_the_two_halves_equal_one_call(tiny_encoder, monkeypatch, group_tokens) 
 def worker_restarts(monkeypatch):
     monkeypatch.setattr(process, "_STARTS", 0)
     yield
-    process.close_shared_worker()
+    process.close_shared_workers()
 
 
 def _ready_worker(enc) -> process.PreparationWorker:
     """This process's worker once it is up and has the encoder's tokenizer (until then an
     encoder prepares its chunks itself, which these tests want to see it not do)."""
-    worker = process.shared_worker()
-    assert worker is not None
+    (worker,) = process.shared_workers(1)
     tt = text_tokenizer(enc.tokenizer)
     deadline = time.monotonic() + 60
     while worker.tokenizer_key(tt) is None:

@@ -16,7 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from landmark_rag.encode.layout import Job
+from landmark_rag.encode.config import Pooling
+from landmark_rag.encode.layout import Job, Layout
 
 
 class BatchArrays(NamedTuple):
@@ -35,14 +36,32 @@ class BatchArrays(NamedTuple):
         """Whether any row is shorter than the batch."""
         return bool(self.lengths.min() < self.ids.shape[1])
 
+    def row_bounds(self) -> list[int]:
+        """Where each row's pooled sentences start in ``gather`` (and, last, where they end):
+        the pooled sentences come in row order, each row's one slice of them."""
+        return np.searchsorted(self.gather[0], np.arange(len(self.lengths) + 1)).tolist()
+
     def jobs(self) -> list[Job]:
         """The batch's jobs again (each row's ids unpadded, its pooled spans): to re-pack a part."""
-        bounds = np.searchsorted(self.gather[0], np.arange(len(self.lengths) + 1))
+        bounds = self.row_bounds()
         return [
             Job(self.ids[r, : self.lengths[r]], int(self.docs[r]), self.sentences[a:b],
                 self.gather[1, a:b], self.gather[2, a:b])
             for r, (a, b) in enumerate(itertools.pairwise(bounds))
         ]
+
+
+def plan_batches(
+    layout: Layout, toks: Sequence[Sequence[np.ndarray]], batch_size: int, batch_tokens: int | None
+) -> list[BatchArrays]:
+    """A group of documents' padded batches: each document's windows (``toks``: its capped
+    sentence ids, ``Layout.cap_ids``), sorted by length, cut into batches and padded, with
+    mean pooling's token index where the layout pools by the mean."""
+    jobs: list[Job] = []
+    for d, doc in enumerate(toks):
+        jobs.extend(layout.document_jobs(doc, d))
+    mean = layout.pooling.reduction == Pooling.MEAN
+    return [pack_arrays(batch, layout.pad_id, mean) for batch in batch_jobs(jobs, batch_size, batch_tokens)]
 
 
 def batch_jobs(jobs: Sequence[Job], batch_size: int, batch_tokens: int | None) -> list[list[Job]]:

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from landmark_rag.encode.batching import BatchArrays, batch_jobs, pack_arrays
+from landmark_rag.encode.batching import BatchArrays, batch_jobs, pack_arrays, plan_batches
 from landmark_rag.encode.config import LandmarkConfig, Pooling
 from landmark_rag.encode.layout import Job, Layout, token_id
 from landmark_rag.encode.models.fingerprint import weights_fingerprint
@@ -298,12 +298,12 @@ class LandmarkEncoder:
         results: list[EncodedDocument] = []
         bar = tqdm(total=n, desc="encoding", unit="doc", **bar_options(show_progress))
         t0, tokens_done = time.perf_counter(), 0
-        several, pooled = _several_groups(inputs, batch_tokens), self._pool_wanted(inputs, segmenter)
+        several, pool = _several_groups(inputs, batch_tokens), self._pool_size(inputs, segmenter)
         # group n + 1 is segmented, tokenised, planned and padded on a producer thread (or in
         # worker processes, ``runtime.process``, whose groups it collects) while group n runs
         # on the device (``Prefetch``: order kept, errors raised where they occur)
-        planned = self._planned_groups(inputs, batch_size, batch_tokens, segmenter, worker_allowed=pooled)
-        with Prefetch(planned, depth=1, thread=several or pooled) as groups:
+        planned = self._planned_groups(inputs, batch_size, batch_tokens, segmenter, pool=pool)
+        with Prefetch(planned, depth=1, thread=several or pool > 0) as groups:
             for done in self._encode_groups(groups):
                 results.extend(done)
                 tokens_done += sum(d.tokens or 0 for d in done)
@@ -338,8 +338,8 @@ class LandmarkEncoder:
         inputs = _inputs(texts, doc_ids, sentences, "prepare_documents")
         if batch_tokens is None and self.device.type == "cuda":
             batch_tokens = self.auto_batch_tokens()
-        pooled = self._pool_wanted(inputs, segmenter)
-        return PreparedDocuments(list(self._planned_groups(inputs, batch_size, batch_tokens, segmenter, worker_allowed=pooled)))
+        pool = self._pool_size(inputs, segmenter)
+        return PreparedDocuments(list(self._planned_groups(inputs, batch_size, batch_tokens, segmenter, pool=pool)))
 
     def encode_prepared(self, prepared: PreparedDocuments) -> list[EncodedDocument]:
         """The device half of :meth:`encode_documents`: forward, pool, normalise and copy back
@@ -356,28 +356,26 @@ class LandmarkEncoder:
         batch_tokens: int | None,
         segmenter: Segmenter | None,
         *,
-        worker_allowed: bool,
+        pool: int,
     ) -> Iterator[_GroupPlan]:
         """``inputs`` prepared, grouped by tokens and packed into batches, group by group: in
-        worker processes (``encode.runtime.process``) where they are wanted and the documents
-        are segmented with the default segmenter, else here."""
-        if worker_allowed:
-            n = prepare_process.pool_size(self.prepare_process, self.prepare_workers, self.device.type != "cpu")
-            workers = prepare_process.shared_workers(n) if n else []
-            if workers:
-                yield from self._pooled_groups(inputs, workers, batch_size, batch_tokens)
-                return
+        ``pool`` worker processes (``encode.runtime.process``; :meth:`_pool_size`) where there
+        are any, else here."""
+        workers = prepare_process.shared_workers(pool) if pool else []
+        if workers:
+            yield from self._pooled_groups(inputs, workers, batch_size, batch_tokens)
+            return
         docs = self._prepare_all(inputs, segmenter)
         group_tokens = max(_GROUP_TOKENS, batch_tokens or 0)
         for group, tokens in _groups(docs, group_tokens):
             yield self._plan_group(group, tokens, batch_size, batch_tokens)
 
-    def _pool_wanted(self, inputs: list[_Input], segmenter: Segmenter | None) -> bool:
-        """Whether a call goes to preparation workers: one large enough to share among them,
-        of documents the default segmenter splits, where workers are wanted at all."""
+    def _pool_size(self, inputs: list[_Input], segmenter: Segmenter | None) -> int:
+        """How many preparation workers a call goes to (0: none): a call large enough to share
+        among them, of documents the default segmenter splits, where workers are wanted at all."""
         if segmenter is not None or any(given is not None for _, _, given in inputs) or not _several_tasks(inputs):
-            return False
-        return prepare_process.pool_size(self.prepare_process, self.prepare_workers, self.device.type != "cpu") > 0
+            return 0
+        return prepare_process.pool_size(self.prepare_process, self.prepare_workers, self.device.type != "cpu")
 
     def auto_batch_tokens(self) -> int:
         """Padded tokens per batch on a CUDA device when the caller gives no ``batch_tokens``.
@@ -416,7 +414,6 @@ class LandmarkEncoder:
         worker ended first (logged once). In order, whichever worker finishes first."""
         tt = text_tokenizer(self.tokenizer)
         layout = self.layout.portable()
-        mean = self.layout.pooling.reduction == Pooling.MEAN
         pending: deque[tuple[list[_Input], Future[Any] | None]] = deque()
         warned = False
 
@@ -442,7 +439,7 @@ class LandmarkEncoder:
                     _, _, worker, key = min(ready, key=lambda r: (r[0], r[1]))
                     # a subclass of str (the caller's own) would not unpickle there
                     texts = [text if type(text) is str else str.__str__(text) for text, _, _ in chunk]
-                    future = worker.submit(prepare_process.TASK, key, texts, layout, batch_size, batch_tokens, mean)
+                    future = worker.submit(prepare_process.TASK, key, texts, layout, batch_size, batch_tokens)
             pending.append((chunk, future))
             # a chunk prepared here is prepared when its turn comes, not queued behind others:
             # the chunks after it then look again for a worker that has come up meanwhile
@@ -490,12 +487,11 @@ class LandmarkEncoder:
     def _plan_group(
         self, group: list[_Document], tokens: int, batch_size: int, batch_tokens: int | None
     ) -> _GroupPlan:
-        """A group's windows, sorted by length, cut into batches and padded (the host work)."""
-        jobs: list[Job] = []
-        for d, doc in enumerate(group):
-            jobs.extend(self.layout.document_jobs(doc.toks, d))
-        mean = self.layout.pooling.reduction == Pooling.MEAN
-        return _GroupPlan(group, tokens, self._pack_jobs(jobs, batch_size, batch_tokens, mean))
+        """A group's windows, sorted by length, cut into batches and padded (the host work;
+        ``batching.plan_batches``, which preparation workers run too)."""
+        batches = plan_batches(self.layout, [doc.toks for doc in group], batch_size, batch_tokens)
+        pin = self.device.type == "cuda"
+        return _GroupPlan(group, tokens, [_tensors(b, pin) for b in batches])
 
     def _pack_jobs(self, jobs: list[Job], batch_size: int, batch_tokens: int | None, mean: bool) -> list[_Packed]:
         pin = self.device.type == "cuda"
@@ -557,20 +553,9 @@ class LandmarkEncoder:
     ) -> tuple[_Packed, torch.Tensor, Any] | None:
         """``batch`` launched: ``(batch, its vectors in host memory once ready, the event that
         says when)``; ``None`` when it was run to the end at once instead (out of memory, or a
-        compiled model that failed: :meth:`_run_batch` retries it as it always does)."""
-        out_of_memory = False
-        try:
-            vecs = self._forward_pool_device(batch, mode, self.document_model, True)
-        except torch.OutOfMemoryError:
-            out_of_memory = True  # halved below, once the failed attempt's tensors are let go
-        except Exception as exc:
-            if self.document_model is None:
-                raise
-            self._drop_compiled(exc)
-            self._run_batch(batch, outs, mode, documents=True)
-            return None
-        if out_of_memory:
-            self._run_halves(batch, outs, mode, documents=True)
+        compiled model that failed: :meth:`_forward_or_recover`)."""
+        vecs = self._forward_or_recover(self._forward_pool_device, batch, outs, mode, documents=True)
+        if vecs is None:
             return None
         if vecs.device.type == "cpu":
             return batch, vecs, None
@@ -607,21 +592,31 @@ class LandmarkEncoder:
         bar.close()
 
     def _run_batch(self, batch: _Packed, outs: list[np.ndarray], mode: Pooling, documents: bool = False) -> None:
+        pooled = self._forward_or_recover(self._forward_pool, batch, outs, mode, documents)
+        if pooled is not None:
+            _scatter(batch, pooled, outs)
+
+    def _forward_or_recover(
+        self, forward: Any, batch: _Packed, outs: list[np.ndarray], mode: Pooling, documents: bool
+    ) -> Any:
+        """``forward(batch, mode, model, documents)``; ``None`` when the batch had to be run
+        otherwise, its vectors then already in ``outs``: out of memory, in halves
+        (:meth:`_run_halves`); a compiled model that failed, again without it."""
         model = self.document_model if documents else None
+        out_of_memory = False
         try:
-            pooled = self._forward_pool(batch, mode, model, documents)
+            return forward(batch, mode, model, documents)
         except torch.OutOfMemoryError:
-            pooled = None  # halved below, once the failed attempt's tensors are let go
+            out_of_memory = True  # run below, once the failed attempt's tensors are let go
         except Exception as exc:  # e.g. inductor without a C++ compiler
             if model is None:
                 raise
             self._drop_compiled(exc)
-            self._run_batch(batch, outs, mode, documents)
-            return
-        if pooled is None:
+        if out_of_memory:
             self._run_halves(batch, outs, mode, documents)
-            return
-        _scatter(batch, pooled, outs)
+        else:
+            self._run_batch(batch, outs, mode, documents)
+        return None
 
     def _forward_pool(self, batch: _Packed, mode: Pooling, model: Any = None, documents: bool = False) -> np.ndarray:
         """Run one padded batch, pool and L2-normalise it on the device (``encode.pooling``, the
@@ -792,8 +787,7 @@ class _Packed(NamedTuple):
 def _scatter(batch: _Packed, pooled: np.ndarray, outs: list[np.ndarray]) -> None:
     """A batch's pooled vectors into their documents' rows (rows of ``outs`` are disjoint per job)."""
     arrays = batch.arrays
-    # pooled rows come in row order: each row's sentences are one slice of them
-    bounds = np.searchsorted(arrays.gather[0], np.arange(len(arrays.docs) + 1)).tolist()
+    bounds = arrays.row_bounds()
     for doc, a, b in zip(arrays.docs.tolist(), bounds[:-1], bounds[1:], strict=True):
         outs[doc][arrays.sentences[a:b]] = pooled[a:b]
 

@@ -362,12 +362,6 @@ def shared_workers(n: int) -> list[PreparationWorker]:
         return _WORKERS[:n]
 
 
-def shared_worker() -> PreparationWorker | None:
-    """This process's first worker (see :func:`shared_workers`), or ``None``."""
-    workers = shared_workers(1)
-    return workers[0] if workers else None
-
-
 def close_shared_workers() -> None:
     """End this process's workers (at exit; tests; to start a pool of another size): a pool
     closed on purpose may be started again in full."""
@@ -377,9 +371,6 @@ def close_shared_workers() -> None:
             worker.close()
         _WORKERS.clear()
         _STARTS = 0
-
-
-close_shared_worker = close_shared_workers
 
 
 def _forget_after_fork() -> None:
@@ -434,14 +425,13 @@ def load_tokenizer(key: str, text: str, probes: Sequence[str]) -> list[list[int]
 
 
 def prepare_group(
-    key: str, texts: Sequence[str], layout: Any, batch_size: int, batch_tokens: int | None, mean: bool
+    key: str, texts: Sequence[str], layout: Any, batch_size: int, batch_tokens: int | None
 ) -> tuple[list[tuple[np.ndarray, int]], int, list[Any]]:
     """(Worker) a group of texts made ready for the device, as ``LandmarkEncoder`` makes one:
     per text ``(sentence spans [n, 2], its tokens)``; the tokens laid out (each sentence
-    capped to a window); the group's padded batches (``encode.batching.BatchArrays``).
-    ``layout``: the encoder's ``Layout.portable()``; ``mean``: whether batches carry mean
-    pooling's token index."""
-    from landmark_rag.encode.batching import batch_jobs, pack_arrays
+    capped to a window); the group's padded batches (``encode.batching.plan_batches``).
+    ``layout``: the encoder's ``Layout.portable()``."""
+    from landmark_rag.encode.batching import plan_batches
     from landmark_rag.encode.prepare import measure_documents
     from landmark_rag.segment.segment import sentence_spans
 
@@ -451,16 +441,13 @@ def prepare_group(
         texts, lists, _BACKENDS[key], layout.max_sentence_tokens, layout.causal, cut=[True] * n, doc_ids=[None] * n
     )
     docs: list[tuple[np.ndarray, int]] = []
-    jobs = []
-    laid = 0
-    for d, (sents, ids) in enumerate(measured):
+    toks = []
+    for sents, ids in measured:
         spans = np.array([(s.start, s.end) for s in sents], dtype=np.int64).reshape(-1, 2)
         docs.append((spans, sum(len(x) for x in ids)))
-        capped = layout.cap_ids(ids)
-        laid += sum(len(x) for x in capped)
-        jobs.extend(layout.document_jobs(capped, d))
-    batches = [pack_arrays(b, layout.pad_id, mean) for b in batch_jobs(jobs, batch_size, batch_tokens)]
-    return docs, laid, batches
+        toks.append(layout.cap_ids(ids))
+    laid = sum(len(x) for doc in toks for x in doc)
+    return docs, laid, plan_batches(layout, toks, batch_size, batch_tokens)
 
 
 def serve(requests_fd: int, results_fd: int) -> None:
