@@ -64,7 +64,7 @@ def worker(args: argparse.Namespace) -> dict:
         t0 = time.perf_counter()
         tokens = 0
         for i in range(0, len(fresh), args.group):
-            docs, _, _ = process.prepare_group("bench", fresh[i : i + args.group], layout, 16, 1 << 18, True)
+            docs, _, _ = process.prepare_group("bench", fresh[i : i + args.group], layout, 16, 1 << 18)
             tokens += sum(n for _, n in docs)
         best = min(best, time.perf_counter() - t0)
     return {"side": "worker", "tokens": tokens, "seconds": best, "tokens_per_s": tokens / best}

@@ -27,7 +27,10 @@ from landmark_rag.segment.tokens import text_tokenizer
 
 
 class CountingBackend:
-    """A ``tokenizers.Tokenizer`` that counts every text it encodes (copies share the count)."""
+    """A ``tokenizers.Tokenizer`` that counts every text it encodes (copies share the count).
+
+    Texts are counted lowercased: a BERT tokenizer's ASCII twin (a copy without its
+    normaliser) is handed the sentence lowercased, and it still counts as that sentence."""
 
     def __init__(self, inner: Any, counts: Counter[str]) -> None:
         object.__setattr__(self, "_inner", inner)
@@ -35,7 +38,7 @@ class CountingBackend:
 
     def _count(self, inputs: Any) -> None:
         for x in inputs:
-            self.counts[x if isinstance(x, str) else repr(x)] += 1
+            self.counts[x.lower() if isinstance(x, str) else repr(x)] += 1
 
     def encode_batch(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         self._count(inputs)
@@ -93,8 +96,9 @@ def expected_pieces(model_dir: Path, encoder: LandmarkEncoder, texts: list[str])
 def assert_once(counts: Counter[str], pieces: list[str], texts: list[str]) -> None:
     assert len(pieces) > 20
     # once per occurrence (a sentence that occurs twice, " 1347." in the causal case, twice)
+    pieces = [p.lower() for p in pieces]
     assert {p: counts[p] for p in pieces} == dict(Counter(pieces))
-    assert all(counts[t] == 0 for t in texts)  # no whole document tokenised (token counts)
+    assert all(counts[t.lower()] == 0 for t in texts)  # no whole document tokenised (token counts)
 
 
 @pytest.fixture(params=["bert", "llama"])
@@ -254,3 +258,63 @@ def test_a_tokenizer_lookalike_is_called_not_bypassed(tiny_bert_dir: Path) -> No
     assert not tt.fast
     assert [x.tolist() for x in tt.ids(TEXTS[:3])] == tok(TEXTS[:3], add_special_tokens=False)["input_ids"]
     assert wrapper.texts == TEXTS[:3]
+
+
+# ---------------------------------------------------------------------------- the ASCII twin
+def _ascii_texts() -> list[str]:
+    """ASCII the twin takes and ASCII it must leave to the backend (control characters,
+    added tokens in any case), with random printable strings."""
+    import random
+    import string
+
+    rng = random.Random(7)
+    alphabet = string.printable + "\x00\x01\x0b\x0c\x1f\x7f[]"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(500)]
+    return texts + [
+        "MiXeD CaSe Words, DON'T shout!", "a [SEP] b", "a [sep] b", "x[CLS]y", "[mask] and [MASK]",
+        "it was [LMK] isolated", "it was [lmk] isolated", "bell\x07char", "del\x7f", "tab\tand\nnew\r\nlines",
+    ]
+
+
+def test_the_ascii_twin_gives_the_backend_ids(tiny_bert_dir: Path, request) -> None:
+    from landmark_rag.segment.tokens import TextTokenizer
+
+    texts = _ascii_texts() + TEXTS
+    for name, tok in _tokenizers(tiny_bert_dir, request).items():
+        tt = TextTokenizer(tok)
+        assert (tt.twin is not None) == name.startswith("wordpiece"), name  # byte-level BPE has no normaliser to skip
+        expected = tok(texts, add_special_tokens=False, verbose=False)["input_ids"]
+        assert [g.tolist() for g in tt.ids(texts)] == expected, name
+        if tt.twin is not None:
+            assert tt.twin.takes("Plain ASCII, Mixed Case.")
+            assert not tt.twin.takes("a [sep] b")  # an added token, in any case
+            assert not tt.twin.takes("ünïcödé")
+            assert not tt.twin.takes("bell\x07")
+            assert tt.twin.takes("a [lmk] b") == ("LMK" not in name)
+
+
+def test_the_ascii_twin_is_not_used_for_other_normalisers(tiny_bert_dir: Path) -> None:
+    """A normaliser other than BertNormalizer (here NFKC then lowercase) keeps the backend alone."""
+    from tokenizers import normalizers
+
+    from landmark_rag.segment.tokens import AsciiTwin
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    backend = copy.deepcopy(tok.backend_tokenizer)
+    assert AsciiTwin.of(backend) is not None
+    backend.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])
+    assert AsciiTwin.of(backend) is None
+
+
+def test_offsets_of_long_texts_come_from_the_backend(tiny_bert_dir: Path) -> None:
+    """Offsets (for cutting long sentences) map into the text as given, case and all."""
+    from landmark_rag.segment.tokens import TextTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    tt = TextTokenizer(tok)
+    text = "The QUICK Brown fox " * 20
+    ids, offsets = tt.measure([text, "Short One."], offsets_over=10)
+    assert set(offsets) == {0}
+    want = tok(text, add_special_tokens=False, return_offsets_mapping=True)
+    assert ids[0].tolist() == want["input_ids"]
+    assert offsets[0].tolist() == [list(o) for o in want["offset_mapping"]]
