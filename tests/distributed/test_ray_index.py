@@ -359,3 +359,31 @@ def test_dataset_into_local_folder(ray_session, chroma_url: str, corpus: Path, r
         np.testing.assert_allclose(vec, ref[sid][2], atol=1e-5)
     with pytest.raises(ValueError, match="doc_id must be unique"):
         ray_index(ray.data.from_items(rows + rows[:1]), tmp_path / "db", show_progress=False)
+
+
+# ---------------------------------------------------------------------------- actor sizing
+def test_gpu_actors_get_their_nodes_cpus() -> None:
+    """A GPU actor's preparation pool needs CPUs: by default each gets an equal share of its
+    node's CPUs less the reserve Ray Data's reads need, bounded by the smallest GPU node."""
+    sizing, reserve, cap = ray_pipeline._sizing, ray_pipeline.NODE_CPU_RESERVE, ray_pipeline.GPU_ACTOR_MAX_CPUS
+    one = [{"CPU": 16.0, "GPU": 1.0}]
+    assert sizing(None, 1, None, {"CPU": 16, "GPU": 1}, one) == (1, 16.0 - reserve)
+    eight = [{"CPU": 96.0, "GPU": 8.0}]
+    assert sizing(None, 1, None, {"CPU": 96, "GPU": 8}, eight) == (8, float((96 - reserve) // 8))
+    assert sizing(None, 0.5, None, {"CPU": 96, "GPU": 8}, eight) == (16, float((96 - reserve) // 16))
+    # a CPU-only head node holds no GPU actor and does not count; the smaller GPU node bounds all
+    mixed = [{"CPU": 4.0}, {"CPU": 64.0, "GPU": 2.0}, {"CPU": 12.0, "GPU": 2.0}]
+    assert sizing(None, 1, None, {"CPU": 80, "GPU": 4}, mixed) == (4, float((12 - reserve) // 2))
+    assert sizing(None, 1, None, {"CPU": 256, "GPU": 1}, [{"CPU": 256.0, "GPU": 1.0}]) == (1, float(cap))
+    assert sizing(None, 1, None, {"CPU": 2, "GPU": 1}, [{"CPU": 2.0, "GPU": 1.0}]) == (1, 1.0)  # at least one
+    assert sizing(2, 1, 3, {"CPU": 16, "GPU": 2}, one) == (2, 3.0)  # the caller's choice stands
+    assert sizing(None, 1, None, {"CPU": 16, "GPU": 1}) == (1, 1.0)  # nodes unknown: one CPU
+    # CPU actors are sized from the cluster's CPUs, as before
+    assert sizing(None, 0, None, {"CPU": 8}) == (4, 2.0)
+
+
+def test_node_resources_lists_the_live_nodes(ray_session) -> None:
+    from landmark_rag.distributed.cluster import node_resources
+
+    nodes = node_resources()
+    assert len(nodes) == 1 and nodes[0]["CPU"] == 2.0 and nodes[0].get("GPU", 0.0) == 0.0

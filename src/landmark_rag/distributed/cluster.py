@@ -79,3 +79,15 @@ def cluster_resources() -> dict[str, float]:
     import ray
 
     return {k: float(v) for k, v in ray.cluster_resources().items()}
+
+
+def node_resources() -> list[dict[str, float]]:
+    """CPU / GPU totals of each live node of the connected cluster (what one actor can be given
+    is bounded by its node, not by the cluster's totals)."""
+    import ray
+
+    return [
+        {k: float(v) for k, v in (node.get("Resources") or {}).items()}
+        for node in ray.nodes()
+        if node.get("Alive", node.get("alive", False))
+    ]

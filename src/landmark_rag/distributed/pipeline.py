@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from landmark_rag.distributed.cluster import cluster_resources, connect
+from landmark_rag.distributed.cluster import cluster_resources, connect, node_resources
 from landmark_rag.distributed.worker import EncodeWorker, load_identity
 from landmark_rag.errors import LandmarkRagError
 from landmark_rag.ingest import (
@@ -134,7 +134,9 @@ def ray_index(
     source, config = store_model(existing, model, overrides)  # the core's one rule for the store's model
 
     connect(ray_address, runtime_env=runtime_env)
-    workers, cpus_per_worker = _sizing(workers, gpus_per_worker, cpus_per_worker, cluster_resources())
+    workers, cpus_per_worker = _sizing(
+        workers, gpus_per_worker, cpus_per_worker, cluster_resources(), node_resources() if gpus_per_worker else None
+    )
     remote_args = {"num_cpus": cpus_per_worker, "num_gpus": gpus_per_worker or 0}
     own_model = existing is not None and model is None and not overrides
     identity, dim = _identity(existing if own_model else None, source, config, device, remote_args)
@@ -297,15 +299,38 @@ def _open_client(db: str) -> Any:
     return client
 
 
+#: CPUs of each GPU node left to Ray Data's own tasks (reading, splitting blocks) and the
+#: driver when GPU actors are given their node's CPUs: actors holding every CPU would starve
+#: the reads that feed them.
+NODE_CPU_RESERVE = 2
+
+#: At most this many CPUs per GPU actor by default: its preparation pool (its CPUs less two)
+#: stops at 12 workers (``encode.runtime.process``).
+GPU_ACTOR_MAX_CPUS = 14
+
+
 def _sizing(
-    workers: int | None, gpus: float, cpus: float | None, resources: dict[str, float]
+    workers: int | None,
+    gpus: float,
+    cpus: float | None,
+    resources: dict[str, float],
+    nodes: Sequence[dict[str, float]] | None = None,
 ) -> tuple[int, float]:
-    """Actors and CPUs per actor: GPUs decide when asked for, else the cluster's CPUs."""
+    """Actors and CPUs per actor: GPUs decide when asked for, else the cluster's CPUs.
+
+    A GPU actor prepares its documents in worker processes, one per CPU it has less two, and
+    its GPU waits on them (docs/encoder.md, "Running on a GPU"), so by default it gets the CPUs
+    its node can give each of the GPU actors it holds: ``(node CPUs - NODE_CPU_RESERVE) //
+    actors per node``, the smallest over the GPU nodes ``nodes`` lists, between 1 and
+    ``GPU_ACTOR_MAX_CPUS``. Counting per node keeps every actor placeable; without ``nodes``
+    an actor asks for one CPU."""
     total_cpus = max(1.0, resources.get("CPU", 1.0))
     if gpus and gpus > 0:
         if workers is None:
             workers = max(1, int(resources.get("GPU", 0) // gpus))
-        return workers, cpus if cpus is not None else 1.0
+        if cpus is None:
+            cpus = float(_gpu_actor_cpus(gpus, nodes or []))
+        return workers, cpus
     if workers is None:
         workers = max(1, int(total_cpus // (cpus or 2)))
     if cpus is None:
@@ -313,6 +338,16 @@ def _sizing(
     if workers * cpus > total_cpus:
         raise ValueError(f"{workers} workers x {cpus:g} CPUs exceed the cluster's {total_cpus:g} CPUs")
     return workers, cpus
+
+
+def _gpu_actor_cpus(gpus: float, nodes: Sequence[dict[str, float]]) -> int:
+    """The default CPUs of an actor with ``gpus`` GPUs: see :func:`_sizing`."""
+    shares = []
+    for node in nodes:
+        actors = int(node.get("GPU", 0.0) // gpus)
+        if actors >= 1:
+            shares.append(int(max(0.0, node.get("CPU", 0.0) - NODE_CPU_RESERVE) // actors))
+    return max(1, min(GPU_ACTOR_MAX_CPUS, min(shares, default=1)))
 
 
 def _check_dataset(dataset: ray.data.Dataset) -> None:
