@@ -378,6 +378,12 @@ def test_gpu_actors_get_their_nodes_cpus() -> None:
     assert sizing(None, 1, None, {"CPU": 2, "GPU": 1}, [{"CPU": 2.0, "GPU": 1.0}]) == (1, 1.0)  # at least one
     assert sizing(2, 1, 3, {"CPU": 16, "GPU": 2}, one) == (2, 3.0)  # the caller's choice stands
     assert sizing(None, 1, None, {"CPU": 16, "GPU": 1}) == (1, 1.0)  # nodes unknown: one CPU
+    # fractions of a GPU: Ray packs 1 / gpus actors on each GPU (1.0 // 0.2 is 4.0 in floats)
+    assert sizing(None, 0.2, None, {"CPU": 64, "GPU": 1}, [{"CPU": 64.0, "GPU": 1.0}]) == (5, float((64 - reserve) // 5))
+    assert sizing(10, 0.1, None, {"CPU": 100, "GPU": 1}, [{"CPU": 100.0, "GPU": 1.0}]) == (10, float((100 - reserve) // 10))
+    # fewer workers than GPUs: a node holds at most that many, so each may take more
+    assert sizing(2, 1, None, {"CPU": 96, "GPU": 8}, eight) == (2, float(cap))
+    assert sizing(2, 1, None, {"CPU": 20, "GPU": 8}, [{"CPU": 20.0, "GPU": 8.0}]) == (2, float((20 - reserve) // 2))
     # CPU actors are sized from the cluster's CPUs, as before
     assert sizing(None, 0, None, {"CPU": 8}) == (4, 2.0)
 

@@ -293,6 +293,21 @@ def test_the_ascii_twin_gives_the_backend_ids(tiny_bert_dir: Path, request) -> N
             assert tt.twin.takes("a [lmk] b") == ("LMK" not in name)
 
 
+def test_an_added_token_with_a_space_is_matched_across_line_breaks(tiny_bert_dir: Path) -> None:
+    """clean_text turns tabs and line breaks into spaces before added tokens are matched: a
+    text where one then appears stays with the backend."""
+    from tokenizers import AddedToken
+
+    from landmark_rag.segment.tokens import TextTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    tok.add_tokens([AddedToken("new york", normalized=True)])
+    texts = ["a new\tyork b", "New\r\nYork", "new york", "newyork city", "New  York"]
+    tt = TextTokenizer(tok)
+    assert tt.twin is not None and not tt.twin.takes("New\nYork") and tt.twin.takes("newyork city")
+    assert [x.tolist() for x in tt.ids(texts)] == tok(texts, add_special_tokens=False)["input_ids"]
+
+
 def test_the_ascii_twin_is_not_used_for_other_normalisers(tiny_bert_dir: Path) -> None:
     """A normaliser other than BertNormalizer (here NFKC then lowercase) keeps the backend alone."""
     from tokenizers import normalizers

@@ -320,16 +320,17 @@ def _sizing(
 
     A GPU actor prepares its documents in worker processes, one per CPU it has less two, and
     its GPU waits on them (docs/encoder.md, "Running on a GPU"), so by default it gets the CPUs
-    its node can give each of the GPU actors it holds: ``(node CPUs - NODE_CPU_RESERVE) //
-    actors per node``, the smallest over the GPU nodes ``nodes`` lists, between 1 and
-    ``GPU_ACTOR_MAX_CPUS``. Counting per node keeps every actor placeable; without ``nodes``
+    its node can give each of the GPU actors it may hold: ``(node CPUs - NODE_CPU_RESERVE) //
+    actors per node`` (as many as its GPUs fit, at most ``workers``), the smallest over the GPU
+    nodes ``nodes`` lists, between 1 and ``GPU_ACTOR_MAX_CPUS``. Counting per node keeps every
+    actor placeable on an idle cluster (node totals, not what is free now); without ``nodes``
     an actor asks for one CPU."""
     total_cpus = max(1.0, resources.get("CPU", 1.0))
     if gpus and gpus > 0:
         if workers is None:
-            workers = max(1, int(resources.get("GPU", 0) // gpus))
+            workers = max(1, _gpu_actors(resources.get("GPU", 0.0), gpus))
         if cpus is None:
-            cpus = float(_gpu_actor_cpus(gpus, nodes or []))
+            cpus = float(_gpu_actor_cpus(gpus, workers, nodes or []))
         return workers, cpus
     if workers is None:
         workers = max(1, int(total_cpus // (cpus or 2)))
@@ -340,11 +341,22 @@ def _sizing(
     return workers, cpus
 
 
-def _gpu_actor_cpus(gpus: float, nodes: Sequence[dict[str, float]]) -> int:
-    """The default CPUs of an actor with ``gpus`` GPUs: see :func:`_sizing`."""
+def _gpu_actors(node_gpus: float, gpus: float) -> int:
+    """How many actors of ``gpus`` GPUs fit ``node_gpus`` GPUs, as Ray places them: a fraction
+    of a GPU packs ``1 / gpus`` actors on each whole GPU (``1.0 // 0.2`` is 4 in floating
+    point, Ray fits 5), whole GPUs divide the count."""
+    eps = 1e-6
+    if gpus < 1:
+        return int(node_gpus + eps) * int(1.0 / gpus + eps)
+    return int(node_gpus / gpus + eps)
+
+
+def _gpu_actor_cpus(gpus: float, workers: int, nodes: Sequence[dict[str, float]]) -> int:
+    """The default CPUs of each of ``workers`` actors with ``gpus`` GPUs: see :func:`_sizing`.
+    A node holds at most as many of them as its GPUs fit, and never more than ``workers``."""
     shares = []
     for node in nodes:
-        actors = int(node.get("GPU", 0.0) // gpus)
+        actors = min(_gpu_actors(node.get("GPU", 0.0), gpus), workers)
         if actors >= 1:
             shares.append(int(max(0.0, node.get("CPU", 0.0) - NODE_CPU_RESERVE) // actors))
     return max(1, min(GPU_ACTOR_MAX_CPUS, min(shares, default=1)))

@@ -265,7 +265,9 @@ class AsciiTwin:
             contents = sorted(
                 {t.content for t in backend.get_added_tokens_decoder().values() if t.content}, key=len, reverse=True
             )
-            added = re.compile("|".join(map(re.escape, contents)), re.IGNORECASE) if contents else None
+            # clean_text turns tabs and line breaks into spaces before added tokens are matched
+            patterns = ["".join(r"[ \t\n\r]" if ch == " " else re.escape(ch) for ch in c) for c in contents]
+            added = re.compile("|".join(patterns), re.IGNORECASE) if contents else None
             made = cls(twin, bool(norm.lowercase), added)
             probes = [p for p in (*_ASCII_PROBES, *_PROBES) if made.takes(p)]
             want = [e.ids for e in backend.encode_batch(probes, add_special_tokens=False)]
