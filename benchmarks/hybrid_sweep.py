@@ -10,7 +10,11 @@ and ``landmark_rag.retrieve.fusion`` code the package's search uses.
 Criterion: recall@1 first, coverage@256 to break ties within 0.5 points (both matter for
 RAG: the hit itself, and whether the answer reaches a 256-token context).
 
+``--bm25 K1:B,...`` also sweeps the lexical index's BM25 parameters (``FusionConfig.bm25_k1`` /
+``bm25_b``); the default tries bm25s's own (1.5, 0.75) only.
+
 Run:  nice -n 10 python benchmarks/hybrid_sweep.py [--model landmark-minilm] [--json out.json]
+      python benchmarks/hybrid_sweep.py --model landmark-mpnet --depths 100 --bm25 1.5:0.75,1.5:0.5,1.2:0.25
 """
 
 from __future__ import annotations
@@ -44,7 +48,9 @@ def main() -> None:
     ap.add_argument("--model", default=None, help="landmark model (default: the package default)")
     ap.add_argument("--depths", default="50", help="comma-separated candidate depths per half")
     ap.add_argument("--json", default=None, help="also write all rows to this file")
+    ap.add_argument("--bm25", default="1.5:0.75", help="comma-separated K1:B pairs of BM25 parameters to try")
     args = ap.parse_args()
+    bm25 = [tuple(float(x) for x in pair.split(":")) for pair in args.bm25.split(",")]
 
     full = read_squad(args.data)
     articles = [full[i] for i in VALIDATION]
@@ -59,19 +65,22 @@ def main() -> None:
         m = evaluate_system(make_system(name), corpus, ws, BUDGETS)
         rows.append({"system": name, **m})
     for depth in (int(d) for d in args.depths.split(",")):
-        for method, weight in GRID:
-            for context in CONTEXTS:
-                cfg = FusionConfig(mode="hybrid", method=method, weight=weight, depth=depth, lexical_context=context)
-                m = evaluate_system(HybridSystem(cfg), corpus, ws, BUDGETS)
-                rows.append({"system": "hybrid", "method": method, "weight": weight, "depth": depth,
-                             "lexical_context": context, **m})
+        for k1, b in bm25:
+            for method, weight in GRID:
+                for context in CONTEXTS:
+                    cfg = FusionConfig(mode="hybrid", method=method, weight=weight, depth=depth,
+                                       lexical_context=context, bm25_k1=k1, bm25_b=b)
+                    m = evaluate_system(HybridSystem(cfg), corpus, ws, BUDGETS)
+                    rows.append({"system": "hybrid", "method": method, "weight": weight, "depth": depth,
+                                 "lexical_context": context, "bm25_k1": k1, "bm25_b": b, **m})
 
-    print("\n| system | method | weight | depth | lexical_context | R@1 | R@5 | MRR@10 | cov@128 | cov@256 |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| system | method | weight | depth | lexical_context | bm25 k1:b | R@1 | R@5 | MRR@10 | cov@128 | cov@256 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        k1b = f"{r['bm25_k1']:g}:{r['bm25_b']:g}" if "bm25_k1" in r else ""
         print(
             f"| {r['system']} | {r.get('method', '')} | {r.get('weight', '')} | {r.get('depth', '')} "
-            f"| {r.get('lexical_context', '')} | {r['recall@1']:.3f} | {r['recall@5']:.3f} | {r['mrr@10']:.3f} "
+            f"| {r.get('lexical_context', '')} | {k1b} | {r['recall@1']:.3f} | {r['recall@5']:.3f} | {r['mrr@10']:.3f} "
             f"| {r['coverage@128']:.3f} | {r['coverage@256']:.3f} |"
         )
     hybrid = [r for r in rows if r["system"] == "hybrid"]
@@ -79,7 +88,7 @@ def main() -> None:
     best = max((r for r in hybrid if r["recall@1"] >= top - 0.005), key=lambda r: (r["coverage@256"], r["recall@1"]))
     print(
         f"\nchosen: method={best['method']} weight={best['weight']} depth={best['depth']} "
-        f"lexical_context={best['lexical_context']} "
+        f"lexical_context={best['lexical_context']} bm25_k1={best['bm25_k1']:g} bm25_b={best['bm25_b']:g} "
         f"(R@1 {best['recall@1']:.3f}, cov@256 {best['coverage@256']:.3f}); "
         f"elapsed {time.perf_counter() - t0:.0f}s"
     )

@@ -125,8 +125,10 @@ def test_fuse_arrays_ranks_only_candidates():
     assert np.argmax(out) in (0, 1)
 
 
-def test_bm25_scores_equal_bm25s():
-    """The vectorised matrix scores exactly as bm25s's Lucene BM25 (the eval's baseline)."""
+@pytest.mark.parametrize(("k1", "b"), [(1.5, 0.75), (1.2, 0.25), (0.9, 0.0), (2.0, 1.0)])
+def test_bm25_scores_equal_bm25s(k1: float, b: float):
+    """The vectorised matrix scores exactly as bm25s's Lucene BM25 (the eval's baseline), with
+    its default parameters and with others a model's fusion may choose."""
     import bm25s
 
     from landmark_rag.store.lexical import BM25Index
@@ -135,13 +137,41 @@ def test_bm25_scores_equal_bm25s():
     corpus = [s.text for s in segment_sentences(DOC_A + " " + DOC_B + " " + DOC_C)] + ["", "cats cats cats purr"]
     vocab: dict[str, int] = {"unused": 0}  # a vocabulary may hold terms no sentence has any more
     rows = [[vocab.setdefault(t, len(vocab)) for t in analyze(text)] for text in corpus]
-    ours = BM25Index.from_terms([str(i) for i in range(len(corpus))], rows, vocab)
-    ref = bm25s.BM25()
+    ours = BM25Index.from_terms([str(i) for i in range(len(corpus))], rows, vocab, k1=k1, b=b)
+    ref = bm25s.BM25(k1=k1, b=b)
     ref.index([analyze(t) for t in corpus], show_progress=False)
     for query in ("cats purr", "old cats cats", "rockets satellites earth", "zebra", "bread"):
         terms = analyze(query)
         expected = ref.get_scores(terms) if any(t in ref.vocab_dict for t in terms) else np.zeros(len(corpus))
         np.testing.assert_allclose(ours.scores(terms), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_bm25_parameters_are_validated_and_reach_the_store_index(tmp_path, store):
+    from landmark_rag.encode import LandmarkConfig
+    from landmark_rag.store.lexical import BM25Index
+
+    for bad in ({"bm25_b": 1.5}, {"bm25_b": -0.1}, {"bm25_k1": -1.0}, {"bm25_k1": float("nan")}):
+        with pytest.raises(ValueError, match="BM25"):
+            FusionConfig(**bad)
+    with pytest.raises(ValueError, match="BM25 b"):
+        StoreLexicalIndex(store, b=2.0)
+    cfg = LandmarkConfig(fusion={"mode": "hybrid", "bm25_k1": 1.2, "bm25_b": 0.25})
+    assert (model_fusion(cfg).bm25_k1, model_fusion(cfg).bm25_b) == (1.2, 0.25)
+    assert LandmarkConfig.from_dict(cfg.to_dict()).fusion == cfg.fusion
+    older = model_fusion(LandmarkConfig(fusion={"mode": "hybrid"}))  # configs that do not name them
+    assert (older.bm25_k1, older.bm25_b) == (1.5, 0.75)
+
+    # a short sentence and a long one with the query's term once each: without length
+    # normalisation (b 0) they score the same, with it the short one wins
+    store.add_document(encode("Cats purr. " + "Old cats nap in the warm afternoon sun by the open kitchen window.", "a"))
+    flat = dict(zip(*StoreLexicalIndex(store, b=0.0).scores("cats"), strict=True))
+    assert flat["a:0"] == pytest.approx(flat["a:1"]) and flat["a:1"] > 0
+    normed = StoreLexicalIndex(store, b=0.75)  # the same cache, another matrix
+    got = dict(zip(*normed.scores("cats"), strict=True))
+    assert got["a:0"] > got["a:1"] > 0
+    index = BM25Index.from_texts(["0", "1"], ["Cats purr.", "Old cats nap in the warm afternoon sun by the open kitchen window."],
+                                 make_analyzer("en"), k1=1.5, b=0.75)
+    np.testing.assert_allclose([got["a:0"], got["a:1"]], index.scores(["cat"]), rtol=1e-6)
 
 
 # ---------------------------------------------------------------------------- lexical index
@@ -396,7 +426,7 @@ def test_landmark_index_searches_with_its_model_lexical_context(tmp_path, tiny_e
     hits = index.hits("Thames Barrier", 3, mode="lexical")
     assert [h.sentence.text for h in hits] == [  # the second found through the sentence before it
         "The Thames Barrier spans the river at Woolwich.", "It was completed in 1982."]
-    plain = LandmarkIndex(store, encoder, fusion={"lexical_context": 0.0})
-    assert plain.lexical.context == 0.0
+    plain = LandmarkIndex(store, encoder, fusion={"lexical_context": 0.0, "bm25_b": 0.25})
+    assert plain.lexical.context == 0.0 and (plain.lexical.k1, plain.lexical.b) == (1.5, 0.25)
     assert [h.sentence.text for h in plain.hits("Thames Barrier", 3, mode="lexical")] == [
         "The Thames Barrier spans the river at Woolwich."]

@@ -268,7 +268,7 @@ class LandmarkIndex:
         """The sentence-level BM25 index over this store (``store.lexical.StoreLexicalIndex``).
 
         Created on first use, in the ``fusion.language`` and scoring with its
-        ``lexical_context``; it is a cache of the store, built
+        ``lexical_context`` and BM25 parameters; it is a cache of the store, built
         from the stored sentences when missing (no vector is touched) and kept in step with
         the store's manifest, so a store indexed before hybrid search existed works as is.
         """
@@ -277,7 +277,7 @@ class LandmarkIndex:
 
             self._lexical = StoreLexicalIndex(
                 self.sentence_store, language=self.fusion.language, context=self.fusion.lexical_context,
-                cache_dir=self._lexical_cache,
+                k1=self.fusion.bm25_k1, b=self.fusion.bm25_b, cache_dir=self._lexical_cache,
             )
         return self._lexical
 

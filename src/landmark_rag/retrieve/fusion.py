@@ -27,6 +27,8 @@ from typing import Any, Literal, cast
 
 import numpy as np
 
+from landmark_rag.store.bm25 import check_parameters
+
 Mode = Literal["hybrid", "dense", "lexical"]
 Method = Literal["rrf", "linear"]
 MODES: tuple[str, ...] = ("hybrid", "dense", "lexical")
@@ -44,6 +46,10 @@ class FusionConfig:
     ``lexical_context``: the share of the preceding sentence's BM25 score a sentence adds to its
     own, in hybrid and lexical searches (0: each sentence alone, as before it existed; the
     shipped models set 0.5, chosen on validation articles).
+    ``bm25_k1`` / ``bm25_b``: the lexical index's BM25 parameters (term-frequency saturation;
+    how far a sentence's length normalises its score, 0-1). The defaults are bm25s's and
+    Lucene's (1.5, 0.75), made for passages; sentences vary less in length, and a model's
+    config may carry values chosen on validation articles.
     """
 
     mode: Mode = "dense"
@@ -53,6 +59,8 @@ class FusionConfig:
     depth: int = 50
     language: str = "english"
     lexical_context: float = 0.0
+    bm25_k1: float = 1.5
+    bm25_b: float = 0.75
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -65,6 +73,7 @@ class FusionConfig:
             raise ValueError("rrf_k must be >= 0 and depth >= 1")
         if not 0.0 <= float(self.lexical_context) <= 1.0:
             raise ValueError(f"lexical_context must lie in [0, 1], not {self.lexical_context!r}")
+        check_parameters(self.bm25_k1, self.bm25_b)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> FusionConfig:

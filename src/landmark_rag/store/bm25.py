@@ -24,11 +24,21 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 
+def check_parameters(k1: float, b: float) -> None:
+    """A ``ValueError`` unless ``k1 >= 0`` (term-frequency saturation; 0 counts a term once) and
+    ``0 <= b <= 1`` (how far a sentence's length normalises its scores; 0: not at all)."""
+    if not float(k1) >= 0.0:
+        raise ValueError(f"BM25 k1 must be >= 0, not {k1!r}")
+    if not 0.0 <= float(b) <= 1.0:
+        raise ValueError(f"BM25 b must lie in [0, 1], not {b!r}")
+
+
 class BM25Index:
     """BM25 over sentences given as term ids (pure, in memory): one row per sentence id.
 
-    The Lucene variant with bm25s's defaults (k1 1.5, b 0.75); see the module docstring for
-    why the matrix is built here rather than by ``bm25s``.
+    The Lucene variant, by default with bm25s's parameters (k1 1.5, b 0.75; a model's fusion
+    may set others: ``FusionConfig.bm25_k1`` / ``bm25_b``); see the module docstring for why
+    the matrix is built here rather than by ``bm25s``.
 
     ``flat`` holds every sentence's term ids back to back and ``lengths`` their counts.
     ``documents``: one label per row (e.g. the document id's number), rows of a document
@@ -43,8 +53,10 @@ class BM25Index:
         *, k1: float = 1.5, b: float = 0.75, documents: np.ndarray | None = None,
         positions: np.ndarray | None = None,
     ) -> None:
+        check_parameters(k1, b)
         self.ids = list(ids)
         self.vocab = vocab
+        self.k1, self.b = float(k1), float(b)
         n, n_terms = len(self.ids), max(len(vocab), 1)
         lengths = np.asarray(lengths, dtype=np.int64)
         flat = np.asarray(flat, dtype=np.int64)
@@ -76,23 +88,23 @@ class BM25Index:
     @classmethod
     def from_terms(
         cls, ids: Sequence[str], rows: Sequence[Sequence[int]], vocab: dict[str, int], *,
-        documents: np.ndarray | None = None,
+        documents: np.ndarray | None = None, k1: float = 1.5, b: float = 0.75,
     ) -> BM25Index:
         """From one list of term ids per sentence."""
         lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
         flat = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=int(lengths.sum()))
-        return cls(ids, flat, lengths, vocab, documents=documents)
+        return cls(ids, flat, lengths, vocab, documents=documents, k1=k1, b=b)
 
     @classmethod
     def from_texts(
         cls, ids: Sequence[str], texts: Sequence[str], analyze: Callable[[str], list[str]], *,
-        documents: np.ndarray | None = None,
+        documents: np.ndarray | None = None, k1: float = 1.5, b: float = 0.75,
     ) -> BM25Index:
         """From one text per row, analysed by ``analyze`` (``store.analyzer.make_analyzer``):
         an in-memory corpus (the evaluation's systems) in one call."""
         vocab: dict[str, int] = {}
         rows = [[vocab.setdefault(t, len(vocab)) for t in analyze(text)] for text in texts]
-        return cls.from_terms(ids, rows, vocab, documents=documents)
+        return cls.from_terms(ids, rows, vocab, documents=documents, k1=k1, b=b)
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -4,7 +4,8 @@ Chroma 1.5 has no ranked full-text search outside Chroma Cloud: sparse-vector in
 ``Search``/``Rrf`` API are refused by ``PersistentClient`` *and* by a local ``chroma run``
 server ("Sparse vector indexing is not enabled in local", "Search is not implemented for
 Local Chroma"), and ``where_document={"$contains": ...}`` filters without ranking. So the
-lexical index is the package's BM25 (``store/bm25.py``: Lucene variant, k1 1.5, b 0.75) over
+lexical index is the package's BM25 (``store/bm25.py``: Lucene variant, k1 1.5 and b 0.75
+unless the model's fusion sets others) over
 terms from ``store/analyzer.py`` (stop-word lists from bm25s, Snowball stemming from
 PyStemmer), over exactly the stored sentence units, same ids ``doc_id:index``.
 
@@ -40,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from landmark_rag.store.analyzer import ANALYZER_VERSION, language_name, make_analyzer
-from landmark_rag.store.bm25 import BM25Index, ranked_rows
+from landmark_rag.store.bm25 import BM25Index, check_parameters, ranked_rows
 from landmark_rag.store.lexical_cache import FORMAT, LEXICAL_DIR, DocTerms, LexicalCache, Snapshot, cache_folder
 from landmark_rag.store.manifest import is_complete, version_key
 from landmark_rag.store.schema import DOC_ID, INDEX, N_SENTENCES, sentence_id
@@ -56,7 +57,8 @@ class StoreLexicalIndex:
     ``none`` for neither); scripts without spaces are indexed as character uni- and bigrams
     in every language (see :mod:`landmark_rag.store.analyzer`). ``context``: the share of the
     preceding sentence's score each sentence adds to its own (``BM25Index.scores``; 0: each
-    sentence alone); it changes scores, not the cache. ``cache_dir``: where the
+    sentence alone); it changes scores, not the cache. ``k1`` / ``b``: the BM25 parameters
+    (``store.bm25``), which shape the matrix built from the cached terms, not the cache. ``cache_dir``: where the
     cache lives; ``None`` -> beside a local store, in memory for a server; ``False`` -> in
     memory always.
     """
@@ -67,18 +69,22 @@ class StoreLexicalIndex:
         *,
         language: str | None = "english",
         context: float = 0.0,
+        k1: float = 1.5,
+        b: float = 0.75,
         cache_dir: str | os.PathLike[str] | bool | None = None,
         show_progress: bool = False,
     ) -> None:
         if not 0.0 <= float(context) <= 1.0:
             raise ValueError(f"lexical context must lie in [0, 1], not {context!r}")
+        check_parameters(k1, b)
+        self.k1, self.b = float(k1), float(b)
         self.store = store
         self.language = language_name(language)
         self.context = float(context)
         self.analyze = make_analyzer(self.language)
         self.show_progress = show_progress
         self.cache_dir = cache_folder(store, cache_dir)
-        self._cache = LexicalCache(self.cache_dir, self._signature())
+        self._cache = LexicalCache(self.cache_dir, self._signature(), k1=self.k1, b=self.b)
         self._snap: Snapshot | None = None
         self._lock = threading.Lock()
 
@@ -126,7 +132,7 @@ class StoreLexicalIndex:
             todo = [d for d in wanted if d not in docs]
             if todo or len(docs) != len(old) or snap is None:
                 docs.update(self._read(todo, wanted, vocab))
-                snap = Snapshot.build(docs, vocab, counts)
+                snap = Snapshot.build(docs, vocab, counts, k1=self.k1, b=self.b)
                 self._cache.save(snap)
             elif snap.counts != counts:
                 snap = Snapshot(snap.docs, snap.vocab, counts, snap.index)

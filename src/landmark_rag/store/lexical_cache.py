@@ -51,7 +51,10 @@ class Snapshot:
     index: BM25Index = field(repr=False)
 
     @classmethod
-    def build(cls, docs: dict[str, DocTerms], vocab: dict[str, int], counts: tuple[Any, ...]) -> Snapshot:
+    def build(
+        cls, docs: dict[str, DocTerms], vocab: dict[str, int], counts: tuple[Any, ...], *,
+        k1: float = 1.5, b: float = 0.75,
+    ) -> Snapshot:
         ids = [i for d in docs.values() for i in d.ids]
         flat = np.concatenate([d.flat for d in docs.values()]) if docs else np.zeros(0, np.int32)
         lengths = np.concatenate([d.lengths for d in docs.values()]) if docs else np.zeros(0, np.int64)
@@ -59,19 +62,23 @@ class Snapshot:
         # their indices say which row really is the sentence before another (a gap breaks the chain)
         documents = np.repeat(np.arange(len(docs)), [len(d.ids) for d in docs.values()])
         positions = np.concatenate([d.indices for d in docs.values()]) if docs else np.zeros(0, np.int64)
-        return cls(docs, vocab, counts, BM25Index(ids, flat, lengths, vocab, documents=documents, positions=positions))
+        index = BM25Index(ids, flat, lengths, vocab, documents=documents, positions=positions, k1=k1, b=b)
+        return cls(docs, vocab, counts, index)
 
 
 class LexicalCache:
     """Where a lexical index's :class:`Snapshot` is kept: ``folder`` (``None``: memory only).
 
     ``signature`` names what produced the terms (format, analyzer version, language); a
-    cache with another signature is ignored and overwritten.
+    cache with another signature is ignored and overwritten. ``k1`` / ``b``: the BM25
+    parameters a loaded state's matrix is built with (the cache keeps terms, not scores, so
+    indexes with other parameters share it).
     """
 
-    def __init__(self, folder: Path | None, signature: dict[str, Any]) -> None:
+    def __init__(self, folder: Path | None, signature: dict[str, Any], *, k1: float = 1.5, b: float = 0.75) -> None:
         self.folder = folder
         self.signature = signature
+        self.k1, self.b = k1, b
 
     def load(self) -> Snapshot | None:
         """The cached state, or ``None`` (no folder, nothing cached, another signature, unreadable)."""
@@ -95,7 +102,7 @@ class LexicalCache:
                 key, list(ids), flat[bounds[row] : bounds[row + n]], lengths[row : row + n], indices[row : row + n]
             )
             row += n
-        return Snapshot.build(docs, vocab, tuple(meta["counts"]))
+        return Snapshot.build(docs, vocab, tuple(meta["counts"]), k1=self.k1, b=self.b)
 
     def save(self, snap: Snapshot) -> None:
         """Replace the cached state with ``snap`` at once; a folder that cannot be written keeps

@@ -49,7 +49,8 @@ class HybridSystem(LandmarkSystem):
         self.analyze = make_analyzer(self.fusion.language)
         texts = [corpus.sentence_text(g) for g in range(corpus.n_sentences)]
         self.lexical = BM25Index.from_texts(
-            [str(g) for g in range(corpus.n_sentences)], texts, self.analyze, documents=corpus.sent_doc
+            [str(g) for g in range(corpus.n_sentences)], texts, self.analyze, documents=corpus.sent_doc,
+            k1=self.fusion.bm25_k1, b=self.fusion.bm25_b,
         )
         seconds = time.perf_counter() - t0
         lex_bytes = self.lexical.nbytes
