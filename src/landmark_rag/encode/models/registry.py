@@ -119,7 +119,7 @@ def _landmark_minilm() -> ModelSource:
 PREVIOUS_VERSIONS: dict[str, tuple[str, ...]] = {
     "landmark-minilm": ("landmark-minilm-v2", "landmark-minilm-v1"),
     "landmark-minilm-lmk": ("landmark-minilm-lmk-v2", "landmark-minilm-lmk-v1"),
-    "landmark-mpnet": ("landmark-mpnet-v2", "landmark-mpnet-v1"),
+    "landmark-mpnet": ("landmark-mpnet-v3", "landmark-mpnet-v2", "landmark-mpnet-v1"),
 }
 
 #: Model names resolved to weights that ship inside pip packages (no hub needed).
