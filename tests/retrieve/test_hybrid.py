@@ -150,7 +150,7 @@ def test_bm25_parameters_are_validated_and_reach_the_store_index(tmp_path, store
     from landmark_rag.encode import LandmarkConfig
     from landmark_rag.store.lexical import BM25Index
 
-    for bad in ({"bm25_b": 1.5}, {"bm25_b": -0.1}, {"bm25_k1": -1.0}, {"bm25_k1": float("nan")}):
+    for bad in ({"bm25_b": 1.5}, {"bm25_b": -0.1}, {"bm25_k1": -1.0}, {"bm25_k1": float("nan")}, {"bm25_k1": float("inf")}):
         with pytest.raises(ValueError, match="BM25"):
             FusionConfig(**bad)
     with pytest.raises(ValueError, match="BM25 b"):

@@ -82,7 +82,8 @@ class LandmarkIndex:
     tokenizer, else about four characters a token).
 
     ``fusion``: a ``FusionConfig``, or a dict of settings overriding the model's
-    (``mode``, ``method``, ``weight``, ``depth``, ``rrf_k``, ``language``); the model's
+    (``mode``, ``method``, ``weight``, ``depth``, ``rrf_k``, ``language``, ``lexical_context``,
+    ``bm25_k1``, ``bm25_b``); the model's
     ``landmark_config.json`` ``fusion`` entry otherwise (none: dense only).
     ``lexical_cache``: where the lexical index is cached (``None``: beside a local store,
     in memory for a server; ``False``: memory only; a folder).

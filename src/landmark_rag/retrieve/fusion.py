@@ -44,8 +44,8 @@ class FusionConfig:
     ``rrf_k``: RRF's rank offset; ``depth``: candidates taken from each half;
     ``language``: stemming/stop words of the lexical index (``english``, an ISO code, ``none``);
     ``lexical_context``: the share of the preceding sentence's BM25 score a sentence adds to its
-    own, in hybrid and lexical searches (0: each sentence alone, as before it existed; the
-    shipped models set 0.5, chosen on validation articles).
+    own, in hybrid and lexical searches (0: each sentence alone, as before it existed; each
+    shipped model sets its own, chosen on validation articles).
     ``bm25_k1`` / ``bm25_b``: the lexical index's BM25 parameters (term-frequency saturation;
     how far a sentence's length normalises its score, 0-1). The defaults are bm25s's and
     Lucene's (1.5, 0.75), made for passages; sentences vary less in length, and a model's

@@ -11,8 +11,8 @@ evaluation harness's ``bm25`` and ``hybrid`` systems (over a corpus in memory), 
 BM25 figure in a results table comes from the same scoring. Terms come from
 ``store/analyzer.py``; this module only counts.
 
-It is BM25 as ``bm25s`` scores it (Lucene variant, k1 1.5, b 0.75), pinned to
-``bm25s.BM25`` by a test, but the matrix is built with a few vectorised numpy operations:
+It is BM25 as ``bm25s`` scores it (Lucene variant; k1 1.5 and b 0.75 by default, a model's
+fusion may set others), pinned to ``bm25s.BM25`` by a test, but the matrix is built with a few vectorised numpy operations:
 ``bm25s.BM25.index`` loops over documents in Python (9 s for 100k sentences on the shared
 CPU, against 0.85 s), and a store's index is rebuilt whenever a reader sees the store change.
 """
@@ -27,8 +27,8 @@ import numpy as np
 def check_parameters(k1: float, b: float) -> None:
     """A ``ValueError`` unless ``k1 >= 0`` (term-frequency saturation; 0 counts a term once) and
     ``0 <= b <= 1`` (how far a sentence's length normalises its scores; 0: not at all)."""
-    if not float(k1) >= 0.0:
-        raise ValueError(f"BM25 k1 must be >= 0, not {k1!r}")
+    if not 0.0 <= float(k1) < float("inf"):
+        raise ValueError(f"BM25 k1 must be finite and >= 0, not {k1!r}")
     if not 0.0 <= float(b) <= 1.0:
         raise ValueError(f"BM25 b must lie in [0, 1], not {b!r}")
 
