@@ -90,3 +90,27 @@ async def test_async_retrieve_matches_sync(setup):
     sync = [(h.node.node_id, round(h.score, 6)) for h in retriever.retrieve(q.text)]
     got = [(h.node.node_id, round(h.score, 6)) for h in await retriever.aretrieve(q.text)]
     assert got == sync
+
+
+def test_a_lexical_only_retriever_searches_with_the_recorded_models_fusion(tmp_path):
+    """No embed_model: the BM25 parameters and lexical context still come from the model the
+    store records (its landmark_config.json, read without weights), under the caller's overrides."""
+    from landmark_rag.encode.models.registry import model_config
+    from landmark_rag.retrieve import FusionConfig, model_fusion
+    from landmark_rag.store import ChromaSentenceStore
+    from landmark_rag.store.identity import record_model
+
+    want = model_fusion(model_config("landmark-minilm"))
+    assert (want.bm25_k1, want.bm25_b) != (FusionConfig().bm25_k1, FusionConfig().bm25_b)  # else this proves nothing
+    store = ChromaSentenceStore.open(tmp_path / "db", "recorded", identity={"model_name": "landmark-minilm", "pooling": "mean"})
+    record_model(store, "landmark-minilm", 384)
+    vs = ChromaVectorStore(chroma_collection=store.collection)
+    got = LandmarkHybridRetriever(vs, similarity_top_k=3, mode="lexical").fusion
+    assert (got.bm25_k1, got.bm25_b, got.lexical_context) == (want.bm25_k1, want.bm25_b, want.lexical_context)
+    assert LandmarkHybridRetriever(vs, mode="lexical").lexical.b == want.bm25_b
+    overridden = LandmarkHybridRetriever(vs, mode="lexical", fusion={"bm25_b": 0.5}).fusion
+    assert (overridden.bm25_k1, overridden.bm25_b) == (want.bm25_k1, 0.5)
+
+    bare = ChromaSentenceStore.open(tmp_path / "db", "bare", identity={"model_name": "m", "pooling": "mean"})
+    plain = LandmarkHybridRetriever(ChromaVectorStore(chroma_collection=bare.collection), mode="lexical").fusion
+    assert (plain.bm25_k1, plain.bm25_b) == (FusionConfig().bm25_k1, FusionConfig().bm25_b)  # nothing recorded

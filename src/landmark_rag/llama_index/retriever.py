@@ -37,6 +37,7 @@ from landmark_rag.llama_index.sources import chroma_collection
 from landmark_rag.retrieve.fusion import FusionConfig, check_mode
 from landmark_rag.retrieve.ranking import DENSE_SCORE, LEXICAL_SCORE
 from landmark_rag.store import ChromaSentenceStore, sentence_id
+from landmark_rag.store.identity import recorded_config
 from landmark_rag.types import Hit
 
 
@@ -85,7 +86,11 @@ class LandmarkHybridRetriever(BaseRetriever):
         if mode is not None:
             overrides["mode"] = mode
         # the core index does the work: same hits, fusion and lexical index as every other entry point
-        self.index = LandmarkIndex(ChromaSentenceStore(collection), encoder, fusion=overrides, lexical_cache=cache_dir)
+        store = ChromaSentenceStore(collection)
+        # without an encoder the model's fusion (BM25 parameters, lexical context) comes from
+        # the config of the model the store records, read without its weights
+        config = recorded_config(store) if encoder is None else None
+        self.index = LandmarkIndex(store, encoder, config=config, fusion=overrides, lexical_cache=cache_dir)
         self.mode = self.index.resolve_mode()
         if self.mode != "lexical" and embed_model is None:
             raise ValueError(f"mode {self.mode!r} needs the embed_model that wrote the vectors")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -36,11 +37,14 @@ from landmark_rag.encode.models.registry import (
     PREVIOUS_VERSIONS,
     ModelNotFoundError,
     default_model,
+    model_config,
     packaged_model,
 )
 from landmark_rag.errors import LandmarkRagError
 from landmark_rag.store.client import merge_metadata
 from landmark_rag.store.schema import DIM_KEY, IDENTITY_PREFIX, MODEL, MODEL_ID, SOURCE_KEY
+
+logger = logging.getLogger(__name__)
 
 #: Identity fields compared only when the store has them recorded (added after stores existed).
 OPTIONAL_IDENTITY = ("weights_fingerprint",)
@@ -246,6 +250,19 @@ def _packaged_release(source: str | None, fingerprint: str | None) -> str | None
     return packaged_version(source, str(fingerprint)) or source
 
 
+def recorded_config(store: Any) -> Any:
+    """The ``LandmarkConfig`` of the model ``store`` records, read from its
+    ``landmark_config.json`` without loading weights; ``None`` when the store records none or
+    it cannot be read (logged). What a reader without an encoder (lexical-only search) needs
+    to search with the model's fusion, BM25 parameters included."""
+    try:
+        source, _ = recorded_model(store)
+        return model_config(source) if source else None
+    except (OSError, ValueError, LookupError) as exc:
+        logger.warning("the store's model config could not be read (%s); searching with default fusion", exc)
+        return None
+
+
 def recorded_dim(store: Any) -> int | None:
     """Vector dimension: recorded, else read off one stored vector (None for an empty store)."""
     md = store.collection.metadata or {}
@@ -295,6 +312,7 @@ __all__ = [
     "model_stamp",
     "read_stamp",
     "record_model",
+    "recorded_config",
     "recorded_dim",
     "recorded_model",
     "stamped_models",
