@@ -28,6 +28,7 @@ from landmark_rag.datasets import read_squad
 from landmark_rag.evaluation.corpus import build_corpus
 from landmark_rag.evaluation.runner import evaluate_system
 from landmark_rag.evaluation.systems import Workspace, make_system
+from landmark_rag.evaluation.systems.bm25 import BM25System
 from landmark_rag.evaluation.systems.hybrid import HybridSystem
 from landmark_rag.retrieve.fusion import FusionConfig
 
@@ -61,9 +62,11 @@ def main() -> None:
     print(f"{len(corpus.questions)} questions, {corpus.n_sentences} sentences")
 
     rows = []
-    for name in ("landmark", "bm25"):
-        m = evaluate_system(make_system(name), corpus, ws, BUDGETS)
-        rows.append({"system": name, **m})
+    m = evaluate_system(make_system("landmark"), corpus, ws, BUDGETS)
+    rows.append({"system": "landmark", **m})
+    for k1, b in bm25:  # BM25 alone with each parameter pair (hit +/- 1 sentence)
+        m = evaluate_system(BM25System(k1=k1, b=b), corpus, ws, BUDGETS)
+        rows.append({"system": "bm25", "bm25_k1": k1, "bm25_b": b, **m})
     for depth in (int(d) for d in args.depths.split(",")):
         for k1, b in bm25:
             for method, weight in GRID:

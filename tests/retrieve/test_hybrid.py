@@ -155,6 +155,11 @@ def test_bm25_parameters_are_validated_and_reach_the_store_index(tmp_path, store
             FusionConfig(**bad)
     with pytest.raises(ValueError, match="BM25 b"):
         StoreLexicalIndex(store, b=2.0)
+    from landmark_rag.evaluation.systems.bm25 import BM25System
+
+    with pytest.raises(ValueError, match="BM25 k1"):
+        BM25System(k1=-1.0)
+    assert (BM25System().k1, BM25System().b) == (1.5, 0.75)  # the baseline keeps bm25s's parameters
     cfg = LandmarkConfig(fusion={"mode": "hybrid", "bm25_k1": 1.2, "bm25_b": 0.25})
     assert (model_fusion(cfg).bm25_k1, model_fusion(cfg).bm25_b) == (1.2, 0.25)
     assert LandmarkConfig.from_dict(cfg.to_dict()).fusion == cfg.fusion

@@ -21,7 +21,7 @@ from landmark_rag.evaluation.corpus import Corpus
 from landmark_rag.evaluation.systems.base import IndexStats, SentenceWindowMixin, System, Workspace
 from landmark_rag.retrieve.fusion import FusionConfig
 from landmark_rag.store.analyzer import make_analyzer
-from landmark_rag.store.bm25 import BM25Index
+from landmark_rag.store.bm25 import BM25Index, check_parameters
 
 
 class BM25System(SentenceWindowMixin, System):
@@ -31,7 +31,11 @@ class BM25System(SentenceWindowMixin, System):
     before: ClassVar[int] = 1
     after: ClassVar[int] = 1
 
-    def __init__(self) -> None:
+    def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
+        """``k1`` / ``b``: the BM25 parameters (bm25s's by default: the baseline readers know;
+        ``benchmarks/hybrid_sweep.py --bm25`` scores BM25 alone with each pair it sweeps)."""
+        check_parameters(k1, b)
+        self.k1, self.b = float(k1), float(b)
         self.corpus: Corpus | None = None
         self.index: BM25Index | None = None
         self.analyze: Callable[[str], list[str]] | None = None
@@ -42,7 +46,7 @@ class BM25System(SentenceWindowMixin, System):
         texts = [corpus.sentence_text(g) for g in range(corpus.n_sentences)]
         t0 = time.perf_counter()
         self.analyze = make_analyzer(FusionConfig().language)  # the lexical index's default language
-        self.index = BM25Index.from_texts([str(g) for g in range(len(texts))], texts, self.analyze)
+        self.index = BM25Index.from_texts([str(g) for g in range(len(texts))], texts, self.analyze, k1=self.k1, b=self.b)
         seconds = time.perf_counter() - t0
         return IndexStats(
             seconds=seconds, tokens=corpus.n_tokens, units=len(texts), vectors=None, bytes=self.index.nbytes
