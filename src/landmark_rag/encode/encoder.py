@@ -497,9 +497,6 @@ class LandmarkEncoder:
         pin = self.device.type == "cuda"
         return [_pack(batch, self.pad_id, pin, mean) for batch in batch_jobs(jobs, batch_size, batch_tokens)]
 
-    def _encode_group(self, plan: _GroupPlan) -> list[EncodedDocument]:
-        return self._finish_group(self._launch_group(plan))
-
     def _encode_groups(self, plans: Iterable[_GroupPlan]) -> Iterator[list[EncodedDocument]]:
         """Each group's documents, in order; on an accelerator a group is finished (its vectors
         waited for) only once the next one's batches are launched, so the device always has the
