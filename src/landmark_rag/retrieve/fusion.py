@@ -27,7 +27,7 @@ from typing import Any, Literal, cast
 
 import numpy as np
 
-from landmark_rag.store.bm25 import check_parameters
+from landmark_rag.store.bm25 import DEFAULT_B, DEFAULT_K1, check_parameters
 
 Mode = Literal["hybrid", "dense", "lexical"]
 Method = Literal["rrf", "linear"]
@@ -59,8 +59,8 @@ class FusionConfig:
     depth: int = 50
     language: str = "english"
     lexical_context: float = 0.0
-    bm25_k1: float = 1.5
-    bm25_b: float = 0.75
+    bm25_k1: float = DEFAULT_K1
+    bm25_b: float = DEFAULT_B
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

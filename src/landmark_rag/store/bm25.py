@@ -23,6 +23,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+#: bm25s's (and Lucene's) parameters: term-frequency saturation and length normalisation. What
+#: every BM25 here uses unless given others (a model's ``FusionConfig.bm25_k1`` / ``bm25_b``).
+DEFAULT_K1 = 1.5
+DEFAULT_B = 0.75
+
 
 def check_parameters(k1: float, b: float) -> None:
     """A ``ValueError`` unless ``k1 >= 0`` (term-frequency saturation; 0 counts a term once) and
@@ -50,7 +55,7 @@ class BM25Index:
 
     def __init__(
         self, ids: Sequence[str], flat: np.ndarray, lengths: np.ndarray, vocab: dict[str, int],
-        *, k1: float = 1.5, b: float = 0.75, documents: np.ndarray | None = None,
+        *, k1: float = DEFAULT_K1, b: float = DEFAULT_B, documents: np.ndarray | None = None,
         positions: np.ndarray | None = None,
     ) -> None:
         check_parameters(k1, b)
@@ -88,7 +93,7 @@ class BM25Index:
     @classmethod
     def from_terms(
         cls, ids: Sequence[str], rows: Sequence[Sequence[int]], vocab: dict[str, int], *,
-        documents: np.ndarray | None = None, k1: float = 1.5, b: float = 0.75,
+        documents: np.ndarray | None = None, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
     ) -> BM25Index:
         """From one list of term ids per sentence."""
         lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
@@ -98,7 +103,7 @@ class BM25Index:
     @classmethod
     def from_texts(
         cls, ids: Sequence[str], texts: Sequence[str], analyze: Callable[[str], list[str]], *,
-        documents: np.ndarray | None = None, k1: float = 1.5, b: float = 0.75,
+        documents: np.ndarray | None = None, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
     ) -> BM25Index:
         """From one text per row, analysed by ``analyze`` (``store.analyzer.make_analyzer``):
         an in-memory corpus (the evaluation's systems) in one call."""

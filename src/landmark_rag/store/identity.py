@@ -30,7 +30,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from landmark_rag.encode.models.registry import (
     PACKAGED_MODELS,
@@ -43,6 +43,9 @@ from landmark_rag.encode.models.registry import (
 from landmark_rag.errors import LandmarkRagError
 from landmark_rag.store.client import merge_metadata
 from landmark_rag.store.schema import DIM_KEY, IDENTITY_PREFIX, MODEL, MODEL_ID, SOURCE_KEY
+
+if TYPE_CHECKING:
+    from landmark_rag.encode.config import LandmarkConfig
 
 logger = logging.getLogger(__name__)
 
@@ -250,7 +253,7 @@ def _packaged_release(source: str | None, fingerprint: str | None) -> str | None
     return packaged_version(source, str(fingerprint)) or source
 
 
-def recorded_config(store: Any) -> Any:
+def recorded_config(store: Any) -> LandmarkConfig | None:
     """The ``LandmarkConfig`` of the model ``store`` records, read from its
     ``landmark_config.json`` without loading weights; ``None`` when the store records none or
     it cannot be read (logged). What a reader without an encoder (lexical-only search) needs

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from landmark_rag.store.analyzer import ANALYZER_VERSION, language_name, make_analyzer
-from landmark_rag.store.bm25 import BM25Index, check_parameters, ranked_rows
+from landmark_rag.store.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index, check_parameters, ranked_rows
 from landmark_rag.store.lexical_cache import FORMAT, LEXICAL_DIR, DocTerms, LexicalCache, Snapshot, cache_folder
 from landmark_rag.store.manifest import is_complete, version_key
 from landmark_rag.store.schema import DOC_ID, INDEX, N_SENTENCES, sentence_id
@@ -69,8 +69,8 @@ class StoreLexicalIndex:
         *,
         language: str | None = "english",
         context: float = 0.0,
-        k1: float = 1.5,
-        b: float = 0.75,
+        k1: float = DEFAULT_K1,
+        b: float = DEFAULT_B,
         cache_dir: str | os.PathLike[str] | bool | None = None,
         show_progress: bool = False,
     ) -> None:

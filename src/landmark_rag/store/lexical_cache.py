@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from landmark_rag.store.bm25 import BM25Index
+from landmark_rag.store.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
 
 LEXICAL_DIR = "landmark_lexical"
 #: bump when the cache's files change meaning, so caches of earlier releases rebuild
@@ -53,7 +53,7 @@ class Snapshot:
     @classmethod
     def build(
         cls, docs: dict[str, DocTerms], vocab: dict[str, int], counts: tuple[Any, ...], *,
-        k1: float = 1.5, b: float = 0.75,
+        k1: float = DEFAULT_K1, b: float = DEFAULT_B,
     ) -> Snapshot:
         ids = [i for d in docs.values() for i in d.ids]
         flat = np.concatenate([d.flat for d in docs.values()]) if docs else np.zeros(0, np.int32)
@@ -75,7 +75,7 @@ class LexicalCache:
     indexes with other parameters share it).
     """
 
-    def __init__(self, folder: Path | None, signature: dict[str, Any], *, k1: float = 1.5, b: float = 0.75) -> None:
+    def __init__(self, folder: Path | None, signature: dict[str, Any], *, k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> None:
         self.folder = folder
         self.signature = signature
         self.k1, self.b = k1, b

@@ -21,7 +21,7 @@ from landmark_rag.evaluation.corpus import Corpus
 from landmark_rag.evaluation.systems.base import IndexStats, SentenceWindowMixin, System, Workspace
 from landmark_rag.retrieve.fusion import FusionConfig
 from landmark_rag.store.analyzer import make_analyzer
-from landmark_rag.store.bm25 import BM25Index, check_parameters
+from landmark_rag.store.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index, check_parameters
 
 
 class BM25System(SentenceWindowMixin, System):
@@ -31,7 +31,7 @@ class BM25System(SentenceWindowMixin, System):
     before: ClassVar[int] = 1
     after: ClassVar[int] = 1
 
-    def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
+    def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> None:
         """``k1`` / ``b``: the BM25 parameters (bm25s's by default: the baseline readers know;
         ``benchmarks/hybrid_sweep.py --bm25`` scores BM25 alone with each pair it sweeps)."""
         check_parameters(k1, b)
