@@ -56,8 +56,10 @@ def main() -> None:
         exact = sum(module.get_delta_weight(n) for n in names) / len(names)
         if float(exact.norm()) > 0:  # a module no checkpoint moved has nothing to compare
             errors.append(float((module.get_delta_weight("average") - exact).norm() / exact.norm()))
-    print(f"{len(errors)} modules; relative error of the rank-r average: "
-          f"mean {sum(errors) / len(errors):.4f}, max {max(errors):.4f}")
+    print(
+        f"{len(errors)} modules; relative error of the rank-r average: "
+        f"mean {sum(errors) / len(errors):.4f}, max {max(errors):.4f}"
+    )
 
     staging = args.out.with_name(args.out.name + ".tmp")
     shutil.rmtree(staging, ignore_errors=True)
@@ -69,8 +71,9 @@ def main() -> None:
     for name in ("landmark_config.json", "train_config.json", "train_history.json"):
         if (args.meta / name).exists():
             shutil.copy(args.meta / name, args.out / name)
-    (args.out / "soup.json").write_text(json.dumps(
-        {"checkpoints": [str(c) for c in args.checkpoints], "weights": weights, "rank": args.rank}, indent=1))
+    (args.out / "soup.json").write_text(
+        json.dumps({"checkpoints": [str(c) for c in args.checkpoints], "weights": weights, "rank": args.rank}, indent=1)
+    )
     print("wrote", args.out)
 
 
