@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from landmark_rag.evaluation.context import TokenIndex, assemble_context
+from landmark_rag.evaluation.context import Passage, TokenIndex, assemble_context
 from landmark_rag.evaluation.metrics import (
     answer_in_context,
     gold_rank,
@@ -152,6 +152,75 @@ def test_passages_of_different_documents_never_join():
     ctx = assemble_context(iter([(1, 0, 5), (0, 0, 5)]), 100, idx)
     assert sorted(ctx.texts(docs)) == ["aa bb", "cc dd"]
     assert not answer_in_context(["bb cc"], ctx.texts(docs))
+
+
+def test_a_front_passage_cut_by_the_budget_keeps_its_hit():
+    """Front-3 of hit s2 is s0..s2 (9 words); with 4 words left the cut keeps the last four,
+    the hit and the word before it, not "Alpha beta gamma." and a word of s1."""
+    idx = [_words(DOC)]
+    front = Passage(0, SENTS[0][0], SENTS[2][1], hit_end=SENTS[2][1])
+    ctx = assemble_context(iter([front]), 4, idx)
+    assert ctx.full and ctx.tokens == 4
+    assert ctx.texts([DOC]) == [DOC[SENTS[1][1] - len("zeta.") : SENTS[2][1]]]
+    assert answer_in_context(["theta iota"], ctx.texts([DOC]))
+    # the same span without a hit (a chunk) keeps its first words, as before
+    chunk = assemble_context(iter([(0, SENTS[0][0], SENTS[2][1])]), 4, idx)
+    assert chunk.texts([DOC]) == ["Alpha beta gamma. Delta"]
+
+
+def test_a_window_cut_by_the_budget_keeps_the_hit_and_what_precedes_it():
+    idx = [_words(DOC)]
+    window = Passage(0, SENTS[0][0], SENTS[2][1], hit_end=SENTS[1][1])  # s0..s2 around hit s1
+    ctx = assemble_context(iter([window]), 5, idx)
+    assert ctx.texts([DOC]) == ["beta gamma. Delta epsilon zeta."]
+    # room for more than the text up to the hit: the rest comes from after it
+    wide = assemble_context(iter([window]), 7, idx)
+    assert wide.texts([DOC]) == ["Alpha beta gamma. Delta epsilon zeta. Eta"]
+
+
+def test_a_hit_longer_than_the_budget_keeps_its_end():
+    idx = [_words(DOC)]
+    ctx = assemble_context(iter([Passage(0, *SENTS[1], hit_end=SENTS[1][1])]), 2, idx)
+    assert ctx.texts([DOC]) == ["epsilon zeta."]
+
+
+def test_the_budget_cut_applies_to_the_new_part_of_an_overlapping_passage():
+    """s1 is shown; Front-3 of hit s3 (s1..s3) adds only s2..s3, and that part, crossing the
+    budget, keeps the words that end at the hit."""
+    idx = [_words(DOC)]
+    shown = Passage(0, *SENTS[1], hit_end=SENTS[1][1])
+    front = Passage(0, SENTS[1][0], SENTS[3][1], hit_end=SENTS[3][1])
+    ctx = assemble_context(iter([shown, front]), 3 + 4, idx)
+    assert ctx.tokens == 7
+    assert ctx.texts([DOC]) == [DOC[slice(*SENTS[1])], "iota. Kappa lambda mu."]
+
+
+def test_sentence_unit_passages_carry_their_hit_and_chunks_do_not():
+    from types import SimpleNamespace
+
+    from landmark_rag.evaluation.runner import _passages
+
+    corpus = SimpleNamespace(sent_end=np.asarray([end for _, end in SENTS]))
+
+    class FrontSystem:  # Front-3 over the sentences, as the landmark system expands
+        sentence_units = True
+
+        def passage(self, u: int) -> tuple[int, int, int]:
+            return 0, SENTS[max(0, u - 2)][0], SENTS[u][1]
+
+    class ChunkSystem:
+        sentence_units = False
+
+        def passage(self, u: int) -> tuple[int, int, int]:
+            return 0, 0, len(DOC)
+
+    scores = np.asarray([0.1, 0.9, 0.3, 0.5], dtype=np.float32)
+    order = rank_order(scores, top=2)  # the top two pre-sorted, the rest ranked after
+    front = list(_passages(FrontSystem(), corpus, order, scores))  # type: ignore[arg-type]
+    assert [p.hit_end for p in front] == [SENTS[1][1], SENTS[3][1], SENTS[2][1], SENTS[0][1]]
+    assert front[1] == (0, SENTS[1][0], SENTS[3][1], SENTS[3][1])
+    chunks = list(_passages(ChunkSystem(), corpus, order, scores))  # type: ignore[arg-type]
+    assert [p.hit_end for p in chunks] == [None] * 4
 
 
 def test_zero_budget_is_empty():

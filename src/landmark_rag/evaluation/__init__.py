@@ -5,7 +5,7 @@ chunk, sentence-window, late-chunking and BM25 baselines over one corpus made of
 selected articles, by gold-sentence recall and by answer coverage at token budgets.
 """
 
-from landmark_rag.evaluation.context import Context, TokenIndex, assemble_context
+from landmark_rag.evaluation.context import Context, Passage, TokenIndex, assemble_context
 from landmark_rag.evaluation.corpus import Corpus, build_corpus
 from landmark_rag.evaluation.data import cap_questions, choose_articles
 from landmark_rag.evaluation.metrics import (
@@ -25,6 +25,7 @@ __all__ = [
     "SYSTEMS",
     "Context",
     "Corpus",
+    "Passage",
     "TokenIndex",
     "answer_in_context",
     "assemble_context",

@@ -4,6 +4,13 @@ This is what makes systems with different units comparable: whatever a system re
 (sentences, windows, chunks), its passages are laid out in rank order, text already
 shown is not paid for twice, and the result is cut at ``B`` tokens of one tokenizer.
 
+A passage grown from a hit sentence (every sentence-unit system's) records where that
+sentence ends; if it is the passage that crosses the budget, the tokens kept are the ones
+that end at the hit, not the passage's first ones. A Front-k passage ends with its hit,
+and cutting it from the end would drop the very sentence that was retrieved while keeping
+its context; a window around the hit keeps the hit and what precedes it, the side a
+landmark vector reads. Chunks (no hit) keep their first tokens.
+
 Token counts come from a one-off tokenisation of each whole document with offsets
 (:class:`TokenIndex`), so the budget arithmetic per question is a few binary searches
 instead of re-tokenising passages thousands of times.
@@ -14,8 +21,19 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
+
+
+class Passage(NamedTuple):
+    """A ranked passage: characters ``[start, end)`` of document ``doc``, and, for a passage
+    grown from a hit sentence, the offset where that sentence ends (``None``: no hit)."""
+
+    doc: int
+    start: int
+    end: int
+    hit_end: int | None = None
 
 
 @dataclass(slots=True)
@@ -63,6 +81,18 @@ class TokenIndex:
         if i >= len(self.ends):
             return self.length
         return int(self.ends[i])
+
+    def keep(self, start: int, end: int, n_tokens: int, toward: int | None = None) -> tuple[int, int]:
+        """The span of ``n_tokens`` of the tokens starting in ``[start, end)``: those that end
+        at offset ``toward`` (as many as precede it, the rest after it), or the first ones
+        when ``toward`` is ``None`` or at or before ``start``."""
+        first = bisect_left(self.starts, start)
+        stop = bisect_left(self.starts, end)
+        before = first if toward is None else min(max(bisect_left(self.starts, toward), first), stop)
+        lo = max(first, before - n_tokens)
+        if lo == first:
+            return start, min(self.cut(start, n_tokens), end)
+        return int(self.starts[lo]), min(int(self.ends[lo + n_tokens - 1]), end)
 
 
 @dataclass(slots=True)
@@ -114,19 +144,23 @@ def _insert(covered: list[tuple[int, int]], span: tuple[int, int]) -> None:
 
 
 def assemble_context(
-    passages: Iterable[tuple[int, int, int]], budget: int, token_indexes: Sequence[TokenIndex]
+    passages: Iterable[Passage | tuple[int, int, int]], budget: int, token_indexes: Sequence[TokenIndex]
 ) -> Context:
-    """Lay out ``(doc, start, end)`` passages in rank order until ``budget`` tokens.
+    """Lay out passages (:class:`Passage`, or plain ``(doc, start, end)``) in rank order
+    until ``budget`` tokens.
 
     A passage that overlaps text already in the context adds only its new part(s); the
-    passage that crosses the budget is cut at a token boundary. ``passages`` may be a lazy
-    iterator: it is consumed only as far as needed.
+    passage that crosses the budget is cut at token boundaries, keeping the tokens that end
+    at its hit when it has one (:meth:`TokenIndex.keep`), else its first ones. ``passages``
+    may be a lazy iterator: it is consumed only as far as needed.
     """
     spans: dict[int, list[tuple[int, int]]] = {}
     used = 0
     if budget <= 0:
         return Context(spans, 0, True)
-    for doc, start, end in passages:
+    for passage in passages:
+        doc, start, end = passage[0], passage[1], passage[2]
+        hit_end = passage.hit_end if isinstance(passage, Passage) else None
         covered = spans.setdefault(doc, [])
         index = token_indexes[doc]
         for part in _subtract((start, end), covered):
@@ -134,9 +168,9 @@ def assemble_context(
             if cost == 0:
                 continue
             if used + cost > budget:
-                cut = index.cut(part[0], budget - used)
-                if cut > part[0]:
-                    _insert(covered, (part[0], min(cut, part[1])))
+                kept = index.keep(part[0], part[1], budget - used, hit_end)
+                if kept[1] > kept[0]:
+                    _insert(covered, kept)
                 return Context({d: s for d, s in spans.items() if s}, budget, True)
             _insert(covered, part)
             used += cost

@@ -17,7 +17,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from landmark_rag.datasets import Article, parse_squad, read_squad
-from landmark_rag.evaluation.context import assemble_context
+from landmark_rag.evaluation.context import Passage, assemble_context
 from landmark_rag.evaluation.corpus import Corpus, build_corpus
 from landmark_rag.evaluation.data import _EvalSet, choose_articles
 from landmark_rag.evaluation.metrics import answer_in_context, gold_rank, mrr_at, rank_order, recall_at
@@ -56,15 +56,17 @@ def _run_articles(
     return source, chosen
 
 
-def _passages(system: System, order: np.ndarray, scores: np.ndarray) -> Iterator[tuple[int, int, int]]:
+def _passages(system: System, corpus: Corpus, order: np.ndarray, scores: np.ndarray) -> Iterator[Passage]:
     """Passages in rank order: the pre-sorted top units, then (rarely) the rest.
 
     A system with ``passage_for(unit, scores)`` (query-dependent expansion) gets the
-    question's scores too."""
+    question's scores too. A sentence-unit system's passage grew from its hit, the ranked
+    sentence, so it carries where that sentence ends (a budget's cut keeps the hit)."""
     for_query = getattr(system, "passage_for", None)
 
-    def one(u: int) -> tuple[int, int, int]:
-        return for_query(u, scores) if for_query is not None else system.passage(u)
+    def one(u: int) -> Passage:
+        doc, start, end = for_query(u, scores) if for_query is not None else system.passage(u)
+        return Passage(doc, start, end, int(corpus.sent_end[u]) if system.sentence_units else None)
 
     for u in order:
         yield one(int(u))
@@ -93,10 +95,10 @@ def evaluate_system(
             if system.sentence_units:
                 ranks.append(gold_rank(row, corpus.gold[q]))
             order = rank_order(row, top=min(_TOP, row.shape[0]))
-            consumed: list[tuple[int, int, int]] = []
-            source = _passages(system, order, row)
+            consumed: list[Passage] = []
+            source = _passages(system, corpus, order, row)
 
-            def recorded(src: Iterator[tuple[int, int, int]] = source, log: list = consumed) -> Iterator:
+            def recorded(src: Iterator[Passage] = source, log: list = consumed) -> Iterator:
                 for p in src:
                     log.append(p)
                     yield p
