@@ -178,6 +178,16 @@ def test_a_window_cut_by_the_budget_keeps_the_hit_and_what_precedes_it():
     assert wide.texts([DOC]) == ["Alpha beta gamma. Delta epsilon zeta. Eta"]
 
 
+def test_keep_takes_the_tokens_nearest_the_hit():
+    idx = _words(DOC)
+    s0, s3 = SENTS[0][0], SENTS[3][1]
+    assert idx.keep(s0, s3, 2, toward=SENTS[1][1]) == (24, 37)  # "epsilon zeta."
+    assert idx.keep(s0, s3, 2, toward=None) == (0, 10)  # no hit: the first tokens
+    assert idx.keep(s0, s3, 2, toward=0) == (0, 10)  # a hit at the start: the same
+    assert idx.keep(s0, s3, 20, toward=SENTS[1][1]) == (0, s3)  # more than the span holds
+    assert idx.keep(s0, s3, 0, toward=SENTS[1][1]) == (s0, s0)
+
+
 def test_a_hit_longer_than_the_budget_keeps_its_end():
     idx = [_words(DOC)]
     ctx = assemble_context(iter([Passage(0, *SENTS[1], hit_end=SENTS[1][1])]), 2, idx)

@@ -86,6 +86,8 @@ class TokenIndex:
         """The span of ``n_tokens`` of the tokens starting in ``[start, end)``: those that end
         at offset ``toward`` (as many as precede it, the rest after it), or the first ones
         when ``toward`` is ``None`` or at or before ``start``."""
+        if n_tokens <= 0:
+            return start, start
         first = bisect_left(self.starts, start)
         stop = bisect_left(self.starts, end)
         before = first if toward is None else min(max(bisect_left(self.starts, toward), first), stop)
