@@ -99,3 +99,34 @@ def test_boundary_margin_makes_a_hit_before_the_span_dearer() -> None:
     assert torch.allclose(position_aware_contrastive_loss(q, units, [[1]], preceding=[[0]], margin=0.0), plain)
     with pytest.raises(ValueError, match="preceding"):
         position_aware_contrastive_loss(q, units, [[1]], preceding=[], margin=0.1)
+
+
+def test_front_set_term_charges_a_hit_before_the_answer_not_one_after() -> None:
+    """With the answer at unit 1, scores mirrored around it cost the same under the paper's
+    loss; the front-set term (kept = units 1..2) makes the hit BEFORE the answer dearer than
+    the hit after it, equals -log of the kept units' probability mass, and weight 0 is a no-op."""
+    q = torch.nn.functional.normalize(torch.tensor([[1.0, 0.0]]), dim=-1)
+    near, far = torch.tensor([0.95, 0.3]), torch.tensor([0.0, 1.0])
+    units_before = torch.nn.functional.normalize(torch.stack([near, torch.tensor([1.0, 0.1]), far, far]), dim=-1)
+    units_after = torch.nn.functional.normalize(torch.stack([far, torch.tensor([1.0, 0.1]), near, far]), dim=-1)
+    paper_before = position_aware_contrastive_loss(q, units_before, [[1]])
+    paper_after = position_aware_contrastive_loss(q, units_after, [[1]])
+    assert torch.allclose(paper_before, paper_after)
+    kept = [[1, 2]]
+    before = position_aware_contrastive_loss(q, units_before, [[1]], kept=kept, kept_weight=1.0)
+    after = position_aware_contrastive_loss(q, units_after, [[1]], kept=kept, kept_weight=1.0)
+    assert before > after + 0.1
+    p = torch.softmax((q @ units_after.T)[0] / 0.05, dim=-1)
+    assert torch.allclose(after - paper_after, -torch.log(p[1] + p[2]), atol=1e-6)
+    assert torch.allclose(position_aware_contrastive_loss(q, units_before, [[1]], kept=kept, kept_weight=0.0), paper_before)
+    with pytest.raises(ValueError, match="kept"):
+        position_aware_contrastive_loss(q, units_before, [[1]], kept=[], kept_weight=1.0)
+
+
+def test_front_set_weight_is_checked_and_follows_the_models_front_k() -> None:
+    from landmark_rag.train.config import TrainConfig, TrainingInputError
+
+    assert TrainConfig(expansion="front", expansion_params={"k": 5}).front_k == 5
+    assert TrainConfig(expansion="surround", expansion_params={"before": 1}).front_k == 3
+    with pytest.raises(TrainingInputError, match="front_set_weight"):
+        TrainConfig(front_set_weight=-1.0)

@@ -93,6 +93,9 @@ def train_command(
     boundary_margin: float | None = typer.Option(
         None, help="Cosine margin by which the 2 sentences just before an answer must score below it (Front-k)."
     ),
+    front_set_weight: float | None = typer.Option(
+        None, help="Weight of -log P(hit within the k sentences from the answer on), which Front-k recovers."
+    ),
     max_length: int | None = typer.Option(None, help="Encoder window in tokens (saved with the model)."),
     seed: int | None = typer.Option(None, help="Random seed."),
     device: str | None = typer.Option(None, help="cpu | cuda (default: accelerate's choice)."),
@@ -141,6 +144,7 @@ def train_command(
         "landmark_attention": landmark_attention,
         "landmark_span": landmark_span,
         "boundary_margin": boundary_margin,
+        "front_set_weight": front_set_weight,
         "max_length": max_length,
         "seed": seed,
         "device": device,

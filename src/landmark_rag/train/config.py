@@ -70,6 +70,9 @@ class TrainConfig:
     # answer must score below it (train/loss.py; a Front-k hit there loses the answer)
     boundary_margin: float = 0.0
     boundary_window: int = 2
+    # training only: weight of -log P(the hit lands where the model's Front-k expansion keeps
+    # the answer's last sentence: z .. z+k-1), train/loss.py; 0 leaves the paper's loss alone
+    front_set_weight: float = 0.0
     landmark_span: int = 1  # sentences an isolated/causal landmark reads (own + span-1 before)
     # SQuAD-format .json files, prepared long-document sets (.jsonl[.gz] files or the folder
     # `landmark-rag train --prepare` writes) and/or plain-text documents (.txt/.md files, or
@@ -132,6 +135,10 @@ class TrainConfig:
             self.stages = [s if isinstance(s, StageConfig) else StageConfig(**s) for s in self.stages]
         if self.init_adapter and not self.lora:
             raise TrainingInputError("init_adapter starts LoRA weights; it needs lora=true")
+        if self.front_set_weight < 0:
+            raise TrainingInputError(f"front_set_weight must be >= 0, got {self.front_set_weight}")
+        if self.front_set_weight and self.front_k < 1:
+            raise TrainingInputError(f"front_set_weight needs a Front-k with k >= 1, got k={self.front_k}")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
@@ -164,6 +171,14 @@ class TrainConfig:
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @property
+    def front_k(self) -> int:
+        """The k of the Front-k expansion the front-set term trains for: the model's own
+        (``expansion_params["k"]`` when ``expansion`` is front), else the paper's 3."""
+        if self.expansion == "front" and "k" in self.expansion_params:
+            return int(self.expansion_params["k"])
+        return 3
 
     @property
     def total_steps(self) -> int:

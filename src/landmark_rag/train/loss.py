@@ -29,6 +29,8 @@ def position_aware_contrastive_loss(
     alpha: float = 0.08,
     preceding: Sequence[Sequence[int]] | None = None,
     margin: float = 0.0,
+    kept: Sequence[Sequence[int]] | None = None,
+    kept_weight: float = 0.0,
 ) -> torch.Tensor:
     """Mean over queries of ``-sum_i w_i * log_softmax(s / tau)[z - i]``.
 
@@ -38,6 +40,14 @@ def position_aware_contrastive_loss(
     hit is expanded backwards (Front-k), so a hit on a sentence before the answer loses it,
     while a hit on the answer (or after it) keeps it; the margin makes exactly those
     mistakes dearer than others.
+
+    ``kept[j]`` (optional) lists the units whose expansion still holds query ``j``'s answer
+    (for Front-k: ``z .. z+k-1`` of the same document), and ``kept_weight`` adds
+    ``-kept_weight * log sum_{i in kept[j]} softmax(s / tau)[i]`` per query. Why: the first
+    term treats a hit one sentence before the answer and one after it alike, but Front-k keeps
+    the answer only in the second case; this term is indifferent to where inside ``kept`` the
+    hit lands and charges only for the mass outside it, so the mistakes a model still makes
+    move to where the expansion recovers them.
 
     queries: ``[m, d]`` and units: ``[n, d]``, both L2-normalised (cosine scores); ``spans[j]``
     lists the unit indices of query ``j``'s answer span in document order, so
@@ -59,11 +69,17 @@ def position_aware_contrastive_loss(
             bump[rows, cols] = margin
             scores = scores + bump
     logp = F.log_softmax(scores / temperature, dim=-1)
+    if kept_weight and kept is not None and len(kept) != len(spans):
+        raise ValueError("one list of kept units per query")
     losses = []
     for j, span in enumerate(spans):
         idx = torch.as_tensor(list(span)[::-1], dtype=torch.long, device=logp.device)  # z, z-1, ...
         w = position_weights(len(idx), alpha).to(logp.device, logp.dtype)
-        losses.append(-(w * logp[j, idx]).sum())
+        loss = -(w * logp[j, idx]).sum()
+        if kept_weight and kept is not None and len(kept[j]):
+            ids = torch.as_tensor(list(kept[j]), dtype=torch.long, device=logp.device)
+            loss = loss - kept_weight * torch.logsumexp(logp[j, ids], dim=0)
+        losses.append(loss)
     return torch.stack(losses).mean()
 
 

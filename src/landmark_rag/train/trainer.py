@@ -233,17 +233,20 @@ class Trainer:
         total = units.sum() * 0.0
         if stage.contrastive_weight:
             assert inputs.queries is not None
-            spans, preceding, offset = [], [], 0
-            reach = self.config.boundary_window
+            spans, preceding, kept, offset = [], [], [], 0
+            reach, k = self.config.boundary_window, self.config.front_k
             for ex, n in zip(batch, counts, strict=True):
                 spans.extend([[offset + i for i in s] for s in ex.spans])
                 # the sentences a Front-k hit must not land on: just before the span, same window
                 preceding.extend([[offset + i for i in range(max(s[0] - reach, 0), s[0])] for s in ex.spans])
+                # the hits whose Front-k passage still ends at or after the answer: z .. z+k-1
+                kept.extend([[offset + i for i in range(s[-1], min(s[-1] + k, n))] for s in ex.spans])
                 offset += n
             (qvecs,) = pool_prepared(self._forward, inputs.queries, layout.query_pooling.reduction, self.device)
             c = position_aware_contrastive_loss(
                 qvecs, units, spans, temperature=self.config.temperature, alpha=self.config.alpha,
                 preceding=preceding, margin=self.config.boundary_margin,
+                kept=kept, kept_weight=self.config.front_set_weight,
             )
             out["contrastive"] = c
             total = total + stage.contrastive_weight * c
