@@ -222,3 +222,43 @@ def test_cli_runs_bf16_mixed_precision_on_the_device_it_names(tiny_dir, tmp_path
     from safetensors.torch import load_file
 
     assert {t.dtype for t in load_file(str(out / "adapter_model.safetensors")).values()} == {torch.float32}
+
+
+def test_front_set_units_are_the_answers_and_the_next_k_minus_1_of_its_own_example(
+    tiny_dir, sample_set, tmp_path, monkeypatch
+):
+    """The trainer hands the loss, per query, the units from the answer's last sentence to the
+    k-1 after it, within that query's example (cut at its end, never into the next example),
+    and the term changes the step's loss only when its weight is set."""
+    from landmark_rag.train import trainer as trainer_module
+
+    seen: list[dict] = []
+    real = trainer_module.position_aware_contrastive_loss
+
+    def spy(*args, **kwargs):
+        seen.append({"spans": args[2], **kwargs})
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(trainer_module, "position_aware_contrastive_loss", spy)
+    losses = {}
+    for weight in (0.0, 2.0):
+        cfg = TrainConfig(
+            base_model=str(tiny_dir), output_dir=str(tmp_path / f"w{weight}"), pooling="mean", query_pooling="mean",
+            data=[str(sample_set)], lora=True, lora_r=4, max_length=64, seed=3, device="cpu",
+            expansion="front", expansion_params={"k": 2}, front_set_weight=weight,
+            stages=[StageConfig("longdoc", 1, examples_per_batch=2, queries_per_example=3)],
+        )
+        encoder = LandmarkEncoder.from_pretrained(str(tiny_dir), device="cpu", dtype="float32", max_length=64)
+        trainer = Trainer(encoder, cfg, load_articles(cfg, encoder)[0])
+        batch = next(trainer.builder(cfg.stages[0]))
+        with torch.no_grad():
+            losses[weight] = float(trainer.batch_loss(batch, cfg.stages[0])["contrastive"])
+        call = seen[-1]
+        assert call["kept_weight"] == weight
+        bounds, offset = [], 0
+        for ex in batch:
+            bounds += [(offset, offset + len(ex.units))] * len(ex.spans)
+            offset += len(ex.units)
+        for span, kept, (lo, hi) in zip(call["spans"], call["kept"], bounds, strict=True):
+            assert kept == list(range(span[-1], min(span[-1] + 2, hi))) and lo <= span[-1] < hi
+    assert losses[2.0] > losses[0.0]  # the term adds -log of a probability: never negative, here > 0
