@@ -1,0 +1,161 @@
+"""What the embedded Chroma store costs per sentence written, with no encoder in the way.
+
+On a GPU the encoder runs at millions of tokens a second, so `landmark-rag index` is bound by
+the store. This measures the store side alone, on any machine. SQuAD part A's articles are
+segmented with the default segmenter, and each sentence gets a random unit vector (the
+store's cost does not depend on the values). A new store is written each round, and the
+best of ``--rounds`` is reported:
+
+- ``store.add_document``: the package's write path per document, with the manifest's
+  protocol around the sentence upserts (what `landmark-rag index` does after encoding);
+- ``raw upsert``: one `collection.upsert` per document, of the same ids, vectors, metadata and
+  text, with no manifest; then without the text, without the metadata, and the vectors alone;
+- ``raw upsert, no full-text index``: the same, into a collection whose `Schema` switches off
+  Chroma's full-text index on the text;
+- ``one-record upserts``: milliseconds per write call, whatever its size.
+
+    python benchmarks/store_writes.py                 # 24 articles, 3 rounds
+    python benchmarks/store_writes.py --articles 6 --rounds 1
+
+Data: data/squad-v1.1-dev-part-a.json (CC BY-SA 4.0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from landmark_rag.segment.segment import sentence_spans
+from landmark_rag.store import ChromaSentenceStore
+from landmark_rag.store.schema import sentence_id, sentence_metadata
+from landmark_rag.types import EncodedDocument
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "data" / "squad-v1.1-dev-part-a.json"
+DIM = 384
+
+
+def documents(n: int) -> list[EncodedDocument]:
+    """The first ``n`` articles joined per article, segmented, with random unit vectors."""
+    rng = np.random.default_rng(0)
+    out = []
+    for i, art in enumerate(json.loads(DATA.read_text(encoding="utf-8"))["data"][:n]):
+        text = "\n\n".join(p["context"] for p in art["paragraphs"])
+        doc_id = f"doc-{i}"
+        sents = sentence_spans(text, None, doc_id)
+        vecs = rng.standard_normal((len(sents), DIM)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        out.append(EncodedDocument(text=text, sentences=sents, embeddings=vecs, doc_id=doc_id))
+    return out
+
+
+def _collection(root: Path, fts: bool = True) -> Any:
+    import chromadb
+
+    client = chromadb.PersistentClient(path=tempfile.mkdtemp(dir=root))
+    if fts:
+        return client.get_or_create_collection("raw", metadata={"hnsw:space": "cosine"}, embedding_function=None)
+    from chromadb import FtsIndexConfig, K, Schema, VectorIndexConfig
+
+    schema = Schema()
+    schema.create_index(config=VectorIndexConfig(space="cosine", embedding_function=None))
+    schema.delete_index(config=FtsIndexConfig(), key=K.DOCUMENT)
+    return client.get_or_create_collection("raw", embedding_function=None, schema=schema)
+
+
+def raw_run(docs: list[EncodedDocument], root: Path, *, text: bool, metadata: bool, fts: bool = True) -> Callable[[], None]:
+    rows = [
+        (
+            [sentence_id(d.doc_id or "", s.index) for s in d.sentences],
+            d.embeddings,
+            [sentence_metadata(s) for s in d.sentences],
+            [s.text for s in d.sentences],
+        )
+        for d in docs
+    ]
+
+    def run() -> None:
+        col = _collection(root, fts)
+        for ids, vecs, mds, texts in rows:
+            kwargs: dict[str, Any] = {"ids": ids, "embeddings": vecs}
+            if metadata:
+                kwargs["metadatas"] = mds
+            if text:
+                kwargs["documents"] = texts
+            col.upsert(**kwargs)
+
+    return run
+
+
+def store_run(docs: list[EncodedDocument], root: Path) -> Callable[[], None]:
+    def run() -> None:
+        store = ChromaSentenceStore.open(Path(tempfile.mkdtemp(dir=root)))
+        for d in docs:
+            store.add_document(d)
+
+    return run
+
+
+def per_call_ms(root: Path, calls: int = 50) -> float:
+    """Milliseconds per one-record upsert (vector, metadata, text) into a fresh collection."""
+    col = _collection(root)
+    vec = np.ones((1, DIM), dtype=np.float32) / np.sqrt(DIM)
+    t0 = time.perf_counter()
+    for i in range(calls):
+        col.upsert(ids=[f"r{i}"], embeddings=vec, metadatas=[{"i": i}], documents=[f"record {i}"])
+    return (time.perf_counter() - t0) / calls * 1000
+
+
+def best(fn: Callable[[], None], rounds: int) -> float:
+    out = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        out = min(out, time.perf_counter() - t0)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--articles", type=int, default=24)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    import chromadb
+
+    docs = documents(args.articles)
+    n = sum(len(d.sentences) for d in docs)
+    root = Path(tempfile.mkdtemp(prefix="store-writes-"))
+    runs: dict[str, Callable[[], None]] = {
+        "store.add_document (manifest protocol + upserts)": store_run(docs, root),
+        "raw upsert: vectors, metadata, text": raw_run(docs, root, text=True, metadata=True),
+        "raw upsert: vectors, metadata": raw_run(docs, root, text=False, metadata=True),
+        "raw upsert: vectors, text": raw_run(docs, root, text=True, metadata=False),
+        "raw upsert: vectors alone": raw_run(docs, root, text=False, metadata=False),
+        "raw upsert: vectors, metadata, text, no full-text index": raw_run(
+            docs, root, text=True, metadata=True, fts=False
+        ),
+    }
+    rates = {}
+    print(f"{platform.machine()}, chromadb {chromadb.__version__}, {len(docs)} documents, {n} sentences, "
+          f"best of {args.rounds}")
+    print("| write | seconds | sentences/s |\n|---|---:|---:|")
+    for label, fn in runs.items():
+        seconds = best(fn, args.rounds)
+        rates[label] = n / seconds
+        print(f"| {label} | {seconds:.2f} | {n / seconds:,.0f} |", flush=True)
+    ms = per_call_ms(root)
+    print(f"one-record upserts: {ms:.1f} ms a call")
+    print(json.dumps({"sentences": n, "documents": len(docs), "chromadb": chromadb.__version__,
+                      "sentences_per_s": rates, "ms_per_call": ms}))
+
+
+if __name__ == "__main__":
+    main()
