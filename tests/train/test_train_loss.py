@@ -121,6 +121,8 @@ def test_front_set_term_charges_a_hit_before_the_answer_not_one_after() -> None:
     assert torch.allclose(position_aware_contrastive_loss(q, units_before, [[1]], kept=kept, kept_weight=0.0), paper_before)
     with pytest.raises(ValueError, match="kept"):
         position_aware_contrastive_loss(q, units_before, [[1]], kept=[], kept_weight=1.0)
+    with pytest.raises(ValueError, match="kept"):
+        position_aware_contrastive_loss(q, units_before, [[1]], kept_weight=1.0)
 
 
 def test_front_set_weight_is_checked_and_follows_the_models_front_k() -> None:

@@ -69,8 +69,8 @@ def position_aware_contrastive_loss(
             bump[rows, cols] = margin
             scores = scores + bump
     logp = F.log_softmax(scores / temperature, dim=-1)
-    if kept_weight and kept is not None and len(kept) != len(spans):
-        raise ValueError("one list of kept units per query")
+    if kept_weight and (kept is None or len(kept) != len(spans)):
+        raise ValueError("kept_weight needs one list of kept units per query")
     losses = []
     for j, span in enumerate(spans):
         idx = torch.as_tensor(list(span)[::-1], dtype=torch.long, device=logp.device)  # z, z-1, ...
