@@ -208,6 +208,21 @@ def index_run(encoder: object, texts: list[str], root: Path, mode: str) -> Calla
     return run
 
 
+def fast_tokenizer(model_dir: Path) -> str | None:
+    """Which tokenizer the ASCII sentences went to in this run: flash-tokenizer's version where
+    the package uses it for this model (``segment/tokens.py``), else ``None``."""
+    from transformers import AutoTokenizer
+
+    from landmark_rag.segment.tokens import TextTokenizer
+
+    twin = TextTokenizer(AutoTokenizer.from_pretrained(model_dir)).twin
+    if twin is None or twin.flash() is None:
+        return None
+    from importlib.metadata import version
+
+    return f"flash-tokenizer {version('flash-tokenizer')}"
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N")
@@ -225,6 +240,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--tasks-per-worker", default="",
                     help="comma list: the default again with each call cut into this many groups per worker "
                          "(larger groups: larger batches on the device, fewer groups to share)")
+    ap.add_argument("--task-chars", default="",
+                    help="comma list: the default again with groups of at most this many characters "
+                         "(131,072 by default), the call cut into one group per worker or more")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     device = torch.device(args.device)
@@ -286,6 +304,20 @@ def main(argv: list[str] | None = None) -> dict:
             add(f"landmark default, {per} groups per worker",
                 best_time(lambda: full.encode_documents(texts), args.rounds, device), f"{auto} preparation workers")
         encoder_module._TASKS_PER_WORKER = kept
+    if args.task_chars:
+        # a group is one forward pass's worth of windows at most (batches never span groups), so
+        # its size sets how many passes a call launches from the calling thread
+        from landmark_rag.encode import encoder as encoder_module
+
+        kept, kept_per = encoder_module._TASK_CHARS, encoder_module._TASKS_PER_WORKER
+        encoder_module._TASKS_PER_WORKER = 1  # else a call's share per worker caps the group first
+        workers_ready(full, auto)
+        for chars in (int(c) for c in args.task_chars.split(",") if c.strip()):
+            encoder_module._TASK_CHARS = chars
+            add(f"landmark default, groups of at most {chars:,} characters",
+                best_time(lambda: full.encode_documents(texts), args.rounds, device),
+                f"{auto} preparation workers, one group per worker or more")
+        encoder_module._TASK_CHARS, encoder_module._TASKS_PER_WORKER = kept, kept_per
     if cuda and "e2e" not in skip:
         # which attention kernels SDPA may pick moves the forward's cost per batch shape
         workers_ready(full, auto)
@@ -379,10 +411,12 @@ def main(argv: list[str] | None = None) -> dict:
         "device": torch.cuda.get_device_name(device) if cuda else platform.processor() or platform.machine(),
         "host_cores": os.cpu_count(), "torch": torch.__version__, "arch": ARCHS[args.arch],
         "documents": len(texts), "tokens": n_tokens, "tokens_per_s": rate, "ratios": ratios,
+        "fast_tokenizer": fast_tokenizer(tmp / "full"),
         "command": "python benchmarks/gpu_throughput.py " + " ".join(argv if argv is not None else sys.argv[1:]),
     }
     print(f"\n{result['device']} ({result['host_cores']} host cores), {ARCHS[args.arch]} random weights, "
-          f"{len(texts)} documents, {n_tokens:,} tokens\n")
+          f"{len(texts)} documents, {n_tokens:,} tokens, ASCII sentences tokenised by "
+          f"{result['fast_tokenizer'] or 'the tokenizers backend'}\n")
     print("| system | tokens/s | note |\n| --- | ---: | --- |")
     for name, r, note in rows:
         print(f"| {name} | {r:,.0f} | {note} |")

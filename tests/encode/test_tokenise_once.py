@@ -62,11 +62,31 @@ class CountingBackend:
         setattr(self._inner, name, value)
 
 
+class CountingFlash:
+    """The twin's flash-tokenizer (where installed) counting what it tokenises, as the backend does."""
+
+    def __init__(self, inner: Any, counts: Counter[str]) -> None:
+        self.inner = inner
+        self.counts = counts
+        self.calls = 0
+
+    def takes(self, text: str) -> bool:
+        return bool(self.inner.takes(text))
+
+    def ids(self, text: str) -> list[int]:
+        self.counts[text.lower()] += 1
+        self.calls += 1
+        return list(self.inner.ids(text))
+
+
 def counting_encoder(model_dir: Path, **overrides: Any) -> tuple[LandmarkEncoder, Counter[str]]:
     """A fresh encoder on ``model_dir`` whose tokenizer counts what it tokenises."""
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     counts: Counter[str] = Counter()
     tokenizer._tokenizer = CountingBackend(tokenizer._tokenizer, counts)
+    twin = text_tokenizer(tokenizer).twin
+    if twin is not None and twin.flash() is not None:
+        twin._flash = CountingFlash(twin.flash(), counts)  # type: ignore[assignment]
     model = AutoModel.from_pretrained(model_dir)
     config = LandmarkConfig(model_name=str(model_dir), pooling="landmark", max_length=64, **overrides)
     with warnings.catch_warnings():
@@ -122,6 +142,9 @@ def test_add_texts_tokenises_each_sentence_once(model_dir: Path, excerpt_article
     pieces = expected_pieces(model_dir, encoder, texts)
     assert_once(counts, pieces, texts)
     assert index.store.count_sentences() == len(pieces)
+    flash = getattr(text_tokenizer(encoder.tokenizer).twin, "_flash", None)
+    if isinstance(flash, CountingFlash):  # flash-tokenizer installed: it did the counted work
+        assert flash.calls > 20
 
 
 def test_llama_index_parser_then_embedding_tokenise_each_sentence_once(model_dir: Path, excerpt_articles) -> None:
@@ -319,6 +342,59 @@ def test_the_ascii_twin_is_not_used_for_other_normalisers(tiny_bert_dir: Path) -
     assert AsciiTwin.of(backend) is not None
     backend.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])
     assert AsciiTwin.of(backend) is None
+
+
+# ---------------------------------------------------------------------------- flash-tokenizer
+def test_flash_tokenizer_gives_the_backend_ids(tiny_bert_dir: Path, excerpt_articles) -> None:
+    """Where flash-tokenizer is installed the twin's batches go to it, with the tokenizer's own
+    ids: real sentences, random printable ASCII, words at and past the 100-character limit
+    (the backend's ``[UNK]``, left to the backend), an empty text."""
+    pytest.importorskip("flash_tokenizer")
+    import random
+    import string
+
+    from landmark_rag.segment.tokens import TextTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    tt = TextTokenizer(tok)
+    assert tt.twin is not None
+    flash = tt.twin.flash()
+    assert flash is not None
+    rng = random.Random(3)
+    alphabet = string.printable.replace("\x0b", "").replace("\x0c", "")  # those two: not the twin's
+    noise = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 90))) for _ in range(2000)]
+    sentences = [s.text for a in excerpt_articles for s in segment_sentences(a.text)]
+    texts = [*sentences, *noise, "", "a" * 100, "a" * 101, "x " + "b" * 150 + " y", "A" * 4000, "Mixed CASE words."]
+    assert flash.takes("a" * 100) and not flash.takes("a" * 101)
+    assert sum(map(tt.twin.takes, texts)) > 1500
+    assert [x.tolist() for x in tt.ids(texts)] == tok(texts, add_special_tokens=False, verbose=False)["input_ids"]
+
+
+def test_flash_tokenizer_is_switched_off_by_the_environment(tiny_bert_dir: Path, monkeypatch) -> None:
+    """``LANDMARK_RAG_FAST_TOKENIZER=0`` leaves the twin on the tokenizers backend, same ids."""
+    from landmark_rag.segment.tokens import FLASH_ENV, TextTokenizer
+
+    monkeypatch.setenv(FLASH_ENV, "0")
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    tt = TextTokenizer(tok)
+    assert tt.twin is not None and tt.twin.flash() is None
+    texts = [f"Sentence {i}, plainly ASCII." for i in range(20)]
+    assert [x.tolist() for x in tt.ids(texts)] == tok(texts, add_special_tokens=False)["input_ids"]
+
+
+def test_a_twin_pickles_without_its_flash_tokenizer(tiny_bert_dir: Path) -> None:
+    """The C++ tokenizer does not pickle; a copied twin makes its own on first use."""
+    import pickle
+
+    from landmark_rag.segment.tokens import TextTokenizer
+
+    tt = TextTokenizer(AutoTokenizer.from_pretrained(tiny_bert_dir))
+    assert tt.twin is not None
+    tt.twin.flash()
+    for twin in (pickle.loads(pickle.dumps(tt.twin)), copy.deepcopy(tt.twin)):
+        texts = [f"Copied twin number {i}." for i in range(10)]
+        assert twin.ids(texts) == tt.twin.ids(texts)
+        assert (twin.flash() is None) == (tt.twin.flash() is None)
 
 
 def test_offsets_of_long_texts_come_from_the_backend(tiny_bert_dir: Path) -> None:
