@@ -370,6 +370,25 @@ def test_flash_tokenizer_gives_the_backend_ids(tiny_bert_dir: Path, excerpt_arti
     assert [x.tolist() for x in tt.ids(texts)] == tok(texts, add_special_tokens=False, verbose=False)["input_ids"]
 
 
+def test_flash_tokenizer_leaves_the_vectors_unchanged(tiny_bert_dir: Path, excerpt_articles, monkeypatch) -> None:
+    """The same documents give the same vectors with flash-tokenizer and without it."""
+    pytest.importorskip("flash_tokenizer")
+    from landmark_rag.segment.tokens import FLASH_ENV
+
+    def vectors() -> tuple[list[np.ndarray], int]:
+        encoder, _ = counting_encoder(tiny_bert_dir)
+        docs = encoder.encode_documents([a.text for a in excerpt_articles])
+        flash = text_tokenizer(encoder.tokenizer).twin._flash  # type: ignore[union-attr]
+        return [d.embeddings for d in docs], flash.calls if isinstance(flash, CountingFlash) else 0
+
+    with_flash, calls = vectors()
+    monkeypatch.setenv(FLASH_ENV, "0")
+    without, calls_off = vectors()
+    assert calls > 20 and calls_off == 0
+    assert len(with_flash) == len(without) == len(excerpt_articles)
+    assert all(np.array_equal(a, b) for a, b in zip(with_flash, without, strict=True))
+
+
 def test_flash_tokenizer_is_switched_off_by_the_environment(tiny_bert_dir: Path, monkeypatch) -> None:
     """``LANDMARK_RAG_FAST_TOKENIZER=0`` leaves the twin on the tokenizers backend, same ids."""
     from landmark_rag.segment.tokens import FLASH_ENV, TextTokenizer
