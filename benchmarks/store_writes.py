@@ -13,11 +13,14 @@ best of ``--rounds`` is reported:
 - ``raw upsert, no full-text index``: the same, into a collection whose `Schema` switches off
   Chroma's full-text index on the text;
 - ``one-record upserts``: milliseconds per write call, whatever its size;
+- ``write_documents``: the package's write path itself (``ingest/write.py``: groups of up to 32
+  documents or 16,384 tokens, each stored with ``store.add_documents``, the protocol run once
+  per group), fed by an encoder that hands back the vectors above;
 - the first two again with each paragraph a document of its own (short documents, where the
-  protocol's cost per document weighs most), and a third: the protocol's calls made once per
-  group of ``--group`` documents instead of once per document (the same reads and writes,
-  each covering the whole group; a sizing of what batching the protocol would give, not the
-  package's write path).
+  protocol's cost per document weighs most); then the protocol's calls made once per group of
+  ``--group`` documents by hand (the same reads and writes, each covering the whole group: the
+  sizing that preceded the grouped write), ``store.add_documents`` per group of ``--group``
+  documents, and ``write_documents``, on the same documents in the same run.
 
     python benchmarks/store_writes.py                 # 24 articles, 3 rounds
     python benchmarks/store_writes.py --articles 6 --rounds 1
@@ -152,6 +155,36 @@ def store_run(docs: list[EncodedDocument], root: Path) -> Callable[[], None]:
     return run
 
 
+def grouped_store_run(docs: list[EncodedDocument], root: Path, group: int) -> Callable[[], None]:
+    """``store.add_documents`` for each ``group`` documents: the protocol once per group."""
+
+    def run() -> None:
+        store = ChromaSentenceStore.open(Path(tempfile.mkdtemp(dir=root)))
+        for g in range(0, len(docs), group):
+            store.add_documents(docs[g : g + group])
+
+    return run
+
+
+def write_path_run(docs: list[EncodedDocument], root: Path) -> Callable[[], None]:
+    """The package's write path (``write_documents``: its own groups, skip decisions, report),
+    with an encoder that hands back the prepared vectors, so only storing costs time."""
+    from landmark_rag.ingest import DocumentEncoder, SourceDocument, write_documents
+
+    by_id = {d.doc_id: d for d in docs}
+    sources = [SourceDocument(d.doc_id or "", d.text) for d in docs]
+    encoder = DocumentEncoder(lambda texts, ids: [by_id[i] for i in ids])
+    sentences = sum(len(d.sentences) for d in docs)
+
+    def run() -> None:
+        store = ChromaSentenceStore.open(Path(tempfile.mkdtemp(dir=root)))
+        report = write_documents(store, sources, lambda: encoder, errors="raise")
+        if report.sentences != sentences or store.count_sentences() != sentences:
+            raise RuntimeError(f"wrote {store.count_sentences()} of {sentences} sentences")
+
+    return run
+
+
 def per_call_ms(root: Path, calls: int = 50) -> float:
     """Milliseconds per one-record upsert (vector, metadata, text) into a fresh collection."""
     col = _collection(root)
@@ -175,7 +208,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--articles", type=int, default=24)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--group", type=int, default=32, help="documents per group in the grouped-protocol row")
+    ap.add_argument("--group", type=int, default=32, help="documents per group in the grouped-protocol and store.add_documents rows")
     args = ap.parse_args()
     import chromadb
 
@@ -192,11 +225,14 @@ def main() -> None:
         "raw upsert: vectors, metadata, text, no full-text index": raw_run(
             docs, root, text=True, metadata=True, fts=False
         ),
+        "write_documents (store.add_documents per group)": write_path_run(docs, root),
     }
     short = {
         "store.add_document, each paragraph a document": store_run(paras, root),
         "raw upsert: vectors, metadata, text, each paragraph a document": raw_run(paras, root, text=True, metadata=True),
         f"the protocol's calls once per {args.group} paragraphs": grouped_protocol_run(paras, root, args.group),
+        f"store.add_documents per {args.group} paragraphs": grouped_store_run(paras, root, args.group),
+        "write_documents (store.add_documents per group), each paragraph a document": write_path_run(paras, root),
     }
     rates, protocol = {}, []
     print(f"{platform.machine()}, chromadb {chromadb.__version__}, {len(docs)} documents ({len(paras)} paragraphs), "
@@ -214,8 +250,16 @@ def main() -> None:
     ms = per_call_ms(root)
     print(f"the protocol, per document: {protocol[0]:.1f} ms (articles), {protocol[1]:.1f} ms (paragraphs); "
           f"one-record upserts: {ms:.1f} ms a call")
+    # the grouped write path (each set's last row) against one document at a time (its first row)
+    gain = {}
+    for which, group in (("articles", runs), ("paragraphs", short)):
+        labels = list(group)
+        gain[which] = rates[labels[-1]] / rates[labels[0]]
+    print(f"write_documents / store.add_document: {gain['articles']:.2f}x (articles), "
+          f"{gain['paragraphs']:.2f}x (paragraphs)")
     print(json.dumps({"sentences": n, "documents": len(docs), "paragraphs": len(paras), "chromadb": chromadb.__version__,
-                      "sentences_per_s": rates, "protocol_ms_per_document": protocol, "ms_per_call": ms}))
+                      "sentences_per_s": rates, "protocol_ms_per_document": protocol, "ms_per_call": ms,
+                      "write_path_gain": gain}))
 
 
 if __name__ == "__main__":

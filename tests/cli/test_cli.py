@@ -256,6 +256,9 @@ def test_interrupted_write_stays_invisible_and_next_run_completes(corpus: Path, 
             raise KeyboardInterrupt  # what Ctrl-C raises
         return real_upsert(self, ids, *args, **kwargs)
 
+    # one document per write (the index writes a group of documents at once): the crash lands
+    # inside oxygen.txt's own write, the files before it are done
+    monkeypatch.setattr("landmark_rag.ingest.write.GROUP_DOCS", 1)
     monkeypatch.setattr(Collection, "upsert", crashing_upsert)
     result = cli("index", docs, "--db", db, "-q", ok=False)
     monkeypatch.setattr(Collection, "upsert", real_upsert)

@@ -106,14 +106,14 @@ def test_with_overlap_store_the_next_group_encodes_while_the_current_one_is_stor
     rec = Recording(tiny_encoder(), overlap_store=True)
     encoded_before_stored = threading.Event()
     store_threads: set[str] = set()
-    add_document = store.add_document
+    add_documents = store.add_documents
 
-    def recording_add(encoded, **kwargs):
+    def recording_add(documents, **kwargs):
         store_threads.add(threading.current_thread().name)
-        if encoded.doc_id == "d000":  # the first write waits for the second group's encoding
+        if documents[0].doc_id == "d000":  # the first group's write waits for the second group's encoding
             assert_wait = encoded_before_stored.wait(10)
             assert assert_wait, "the next group was not encoded while this one was stored"
-        return add_document(encoded, **kwargs)
+        return add_documents(documents, **kwargs)
 
     run = rec.run
 
@@ -124,7 +124,7 @@ def test_with_overlap_store_the_next_group_encodes_while_the_current_one_is_stor
         return out
 
     rec.run = recording_run  # type: ignore[method-assign]
-    store.add_document = recording_add  # type: ignore[method-assign]
+    store.add_documents = recording_add  # type: ignore[method-assign]
     docs = docs_of_lengths([3] * 5)
     report = write_documents(store, docs, rec.document_encoder, errors="raise", group_tokens=16)
     assert [o.doc_id for o in report.outcomes] == [d.doc_id for d in docs]
@@ -212,14 +212,14 @@ def test_a_failing_store_stops_the_encoding_thread(store, tiny_encoder) -> None:
     from landmark_rag.ingest import StoreFailedError
     from landmark_rag.store import StoreError
 
-    add_document = store.add_document
+    add_documents = store.add_documents
 
-    def failing_add(encoded, **kwargs):
-        if encoded.doc_id == "d002":
+    def failing_add(documents, **kwargs):
+        if "d002" in [d.doc_id for d in documents]:
             raise StoreError("disk full")
-        return add_document(encoded, **kwargs)
+        return add_documents(documents, **kwargs)
 
-    store.add_document = failing_add  # type: ignore[method-assign]
+    store.add_documents = failing_add  # type: ignore[method-assign]
     rec = Recording(tiny_encoder(), overlap_store=True)
     with pytest.raises(StoreFailedError) as caught:
         write_documents(store, docs_of_lengths([2] * 8), rec.document_encoder, group_tokens=16)

@@ -166,21 +166,33 @@ def test_one_document_the_encoder_fails_on_costs_only_itself(index: LandmarkInde
         index.add_texts(["Fine text. Really."], ids=["bad"], encode=encode)
 
 
-def test_a_failing_store_stops_the_run_with_its_report(index: LandmarkIndex) -> None:
+@pytest.mark.parametrize("grouped", [True, False])
+def test_a_failing_store_stops_the_run_with_its_report(index: LandmarkIndex, grouped: bool) -> None:
     class Broken:
-        """The real store, whose writes fail from the second document on."""
+        """The real store, whose writes fail from the second write on (``grouped``: writes of a
+        group, ``add_documents``; else a store without them, written one document at a time)."""
 
         def __init__(self, store: ChromaSentenceStore) -> None:
             self.store, self.writes = store, 0
 
         def __getattr__(self, name: str):
+            if name == "add_documents" and not grouped:
+                raise AttributeError(name)
             return getattr(self.store, name)
 
-        def add_document(self, *args, **kwargs):
+        def _write(self, method: str, *args, **kwargs):
             self.writes += 1
             if self.writes > 1:
                 raise StoreError("store failed while writing: injected")
-            return self.store.add_document(*args, **kwargs)
+            return getattr(self.store, method)(*args, **kwargs)
+
+        def add_document(self, *args, **kwargs):
+            return self._write("add_document", *args, **kwargs)
+
+        if grouped:
+
+            def add_documents(self, *args, **kwargs):
+                return self._write("add_documents", *args, **kwargs)
 
     docs = [SourceDocument(d, t) for d, t in TEXTS.items()]
     with pytest.raises(StoreFailedError, match="injected") as info:

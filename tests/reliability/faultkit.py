@@ -81,10 +81,10 @@ def in_process(*args: str) -> Any:
     return CliRunner().invoke(app, list(args))
 
 
-def popen_cli(*args: str, **kw: Any) -> subprocess.Popen:
+def popen_cli(*args: str, extra_env: dict[str, str] | None = None, **kw: Any) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, str(LAUNCHER), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=env(), **kw,
+        env={**env(), **(extra_env or {})}, **kw,
     )
 
 

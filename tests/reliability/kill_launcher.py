@@ -4,12 +4,18 @@
 ``finally``: exactly what ``kill -9`` does) at the N-th time POINT is reached:
 
 - ``encode``: before the N-th group of documents is encoded (nothing of it written yet);
-- ``announce``: after the N-th document was announced in the manifest (``dirty`` / ``writing``);
+- ``announce``: after the N-th write's documents were announced in the manifest (``dirty`` /
+  ``writing``);
 - ``upsert``: after the N-th batch of new sentences was written (``LANDMARK_RAG_TEST_BATCH``
-  sets the batch size so one document takes several batches);
+  sets the batch size so one write takes several batches);
 - ``commit``: just before the N-th commit (all new sentences written, not yet visible);
-- ``committed``: just after the N-th commit (new version visible, old sentences not yet deleted);
+- ``committed``: just after the N-th commit (new versions visible, old sentences not yet deleted);
 - ``cleaned``: after the N-th deletion of stale sentences (``dirty`` not yet cleared).
+
+A *write* is one run of the manifest's protocol: a group of documents for ``landmark-rag
+index`` (``write_documents`` stores each encoded group at once), one document for
+``write_document`` (LlamaIndex's ``ReplaceDocuments``). ``LANDMARK_RAG_TEST_GROUP_DOCS=K``
+makes the index's groups at most K documents, so a run makes several writes.
 
 With ``LANDMARK_RAG_TEST_KILL_PID=PID`` the SIGKILL goes to that process instead (a Chroma
 server dying at an exact point of the run) and this process carries on.
@@ -93,6 +99,16 @@ def _install(spec: str) -> None:
     batch = os.environ.get("LANDMARK_RAG_TEST_BATCH")
     if batch:
         Collections.batch_size = lambda self: int(batch)
+    _small_groups()
+
+
+def _small_groups() -> None:
+    """Groups of at most ``LANDMARK_RAG_TEST_GROUP_DOCS`` documents, where it is set."""
+    docs = os.environ.get("LANDMARK_RAG_TEST_GROUP_DOCS")
+    if docs:
+        from landmark_rag.ingest import write
+
+        write.GROUP_DOCS = int(docs)
 
 
 def _wait_gone(pid: int) -> None:
@@ -117,6 +133,8 @@ if __name__ == "__main__":
     spec = os.environ.get("LANDMARK_RAG_TEST_KILL_AT")
     if spec or os.environ.get("LANDMARK_RAG_TEST_BATCH"):
         _install(spec or "none:0")
+    else:
+        _small_groups()
     from landmark_rag.cli import main
 
     sys.argv[0] = "landmark-rag"

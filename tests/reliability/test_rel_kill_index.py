@@ -19,12 +19,17 @@ from reliability.faultkit import cli, corpus_versions, in_process, popen_cli, vi
 
 from landmark_rag.store import ChromaSentenceStore
 
-#: Every step of the protocol (module docstring of landmark_rag.store.chroma), each run
+#: Every step of the protocol (module docstring of landmark_rag.store.manifest), each run
 #: resuming what the one before left; the default run takes the one that leaves both versions
 #: stored and the new one visible (committed, not cleaned up) plus a kill from outside at a
-#: random moment while writing; every point is in the slow test.
+#: random moment while writing; every point is in the slow test. The index writes each group of
+#: documents with one run of the protocol: ``:2`` is the second group's step, with the first
+#: group done.
 ALL_POINTS = ["encode:1", "announce:2", "upsert:3", "commit:2", "committed:2", "cleaned:2"]
 DEFAULT_POINTS = ["committed:2"]
+#: Documents per group in the killed runs: several groups per run, so that a kill lands between
+#: groups' steps as well as inside one (the default, 32, would make these 24 documents one group).
+GROUPS = {"LANDMARK_RAG_TEST_GROUP_DOCS": "4"}
 
 
 def open_fresh(db) -> ChromaSentenceStore:
@@ -87,7 +92,7 @@ def kill_rerun_cycle(tmp_path, model, points: list[str], random_kills: int, n_do
 
     write_corpus(folder, v2)
     for point in points:
-        extra = {"LANDMARK_RAG_TEST_BATCH": "3"} if point.startswith("upsert") else {}
+        extra = {**GROUPS, "LANDMARK_RAG_TEST_BATCH": "3"} if point.startswith("upsert") else GROUPS
         killed = cli(*index_args(folder, db, model), kill_at=point, extra_env=extra)
         assert killed.returncode == -signal.SIGKILL, (point, killed.stderr[-2000:])
         print(f"FAULT kill -9 at {point}:", end=" ")
@@ -95,7 +100,7 @@ def kill_rerun_cycle(tmp_path, model, points: list[str], random_kills: int, n_do
     rng = random.Random(0)
     for _ in range(random_kills):  # kill -9 from outside, at a random moment once writing started
         args = [a for a in index_args(folder, db, model) if a != "-q"]
-        proc = popen_cli(*args, "--batch-size", "1")
+        proc = popen_cli(*args, "--batch-size", "1", extra_env=GROUPS)
         started = threading.Event()
         target = rng.randint(1, max(1, n_docs - 2))  # kill once this many documents are done
         threading.Thread(target=_watch_progress, args=(proc, started, target), daemon=True).start()

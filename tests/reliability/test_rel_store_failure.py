@@ -43,11 +43,16 @@ class FailingCollection:
         return call
 
 
+#: The index writes each group of documents with one run of the protocol; groups of 2 make the
+#: 5 documents 3 groups, so each failure below lands in the second group's write: the sentence
+#: upsert (before its commit), the commit's upsert, the first group's clean-up (after its
+#: commit), the second group's announce.
 @pytest.mark.parametrize(
     ("which", "method", "n"),
     [("collection", "upsert", 2), ("manifest", "upsert", 2), ("collection", "delete", 1), ("manifest", "update", 3)],
 )
-def test_failing_store_stops_the_run_and_keeps_previous_versions(tmp_path, tiny_encoder, which, method, n):
+def test_failing_store_stops_the_run_and_keeps_previous_versions(tmp_path, tiny_encoder, monkeypatch, which, method, n):
+    monkeypatch.setattr("landmark_rag.ingest.write.GROUP_DOCS", 2)
     encoder = tiny_encoder(pooling="landmark")
     v1, v2 = corpus_versions(5)
     folder = tmp_path / "corpus"
@@ -68,9 +73,11 @@ def test_failing_store_stops_the_run_and_keeps_previous_versions(tmp_path, tiny_
     state = visible_state(store)
     assert set(state) == set(v1)
     assert all(text in (v1[d], v2[d]) for d, text in state.items())
-    # documents reported written show v2; the one being written shows v2 only if the failure
-    # came after its commit (while deleting its old sentences), else v1
-    assert 0 <= sum(text == v2[d] for d, text in state.items()) - len(done.with_status("updated")) <= 1
+    # exactly the documents reported written show v2: a group that failed before its commit
+    # keeps every previous version, one that failed after it (while deleting its old sentences)
+    # is reported written
+    assert sum(text == v2[d] for d, text in state.items()) == len(done.with_status("updated"))
+    assert len(done.with_status("updated")) == 2  # the first group's
 
     again = LandmarkIndex(store, encoder).add_files([folder], show_progress=False)
     assert again.counts()["skipped"] == 0
@@ -89,8 +96,10 @@ def test_server_killed_mid_index_gives_one_line_and_rc1(tmp_path, tiny_bert_dir)
         first = in_process(*args)  # in this process: only the run the server dies under is a process
         assert first.exit_code == 0, first.output
         write_corpus(folder, v2)
-        # the server dies right after the 3rd document's new sentences were written
-        run = cli(*args, kill_at="commit:3", extra_env={"LANDMARK_RAG_TEST_KILL_PID": str(server.proc.pid)})
+        # the server dies right after the 2nd group's new sentences were written (groups of 2
+        # documents: the first group is done)
+        run = cli(*args, kill_at="commit:2", extra_env={"LANDMARK_RAG_TEST_KILL_PID": str(server.proc.pid),
+                                                         "LANDMARK_RAG_TEST_GROUP_DOCS": "2"})
         assert run.returncode == 1, run.stderr
         lines = [line for line in run.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and lines[0].startswith("error: store failed while writing document"), run.stderr

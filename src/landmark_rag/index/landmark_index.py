@@ -35,7 +35,7 @@ from landmark_rag.ingest import (
     file_documents,
     find_files,
     prune_missing,
-    store_document,
+    store_documents,
     stored_form,
     text_documents,
     write_documents,
@@ -405,9 +405,12 @@ class LandmarkIndex:
         if any(not d.doc_id for d in docs):
             raise ValueError("add_documents needs EncodedDocuments with a doc_id")
         self.record_identity()
-        for i, doc in enumerate(docs):
-            source = SourceDocument(str(doc.doc_id), doc.text, dict((metadatas[i] if metadatas else None) or {}))
-            store_document(self.sentence_store, stored_form(source, doc))
+        stored = [
+            stored_form(SourceDocument(str(doc.doc_id), doc.text, dict((metadatas[i] if metadatas else None) or {})), doc)
+            for i, doc in enumerate(docs)
+        ]
+        # the manifest's protocol once per group of documents, not once per document
+        store_documents(self.sentence_store, stored)
         return [str(d.doc_id) for d in docs]
 
     def delete(self, doc_ids: Sequence[str]) -> int:

@@ -11,7 +11,8 @@ retriever) and the Ray workers and driver all call them; each rule below exists 
                   (clean a dirty record)          ▼ in_groups: a token budget per group
                                                   ▼ encode_group: the group at once, else one by one
                                                   ▼ stored_form: what is stored for the document
-                                                  ▼ store_document: the manifest's write protocol
+                                                  ▼ store_outcomes: the manifest's write protocol,
+                                                  │   once for the group's encoded documents
                                                   ▼ FileOutcome ─▶ IndexReport
 
 Guarantees: an unchanged document (same content hash and metadata as its complete stored
@@ -19,8 +20,9 @@ version) is neither encoded nor written, and the model is loaded only once a doc
 encoding; a bad document costs only itself (``errors="report"``: a ``skipped`` outcome);
 a failing store stops the run with :class:`~landmark_rag.ingest.report.StoreFailedError`
 carrying the report of what was done, every unfinished document keeping its previous
-version; Ctrl-C ends the run with ``report.interrupted`` set; an interrupted write is
-finished by the next run (its own new write, or :func:`finish_unchanged`).
+version (a group's documents are done together, at its commit); Ctrl-C ends the run with
+``report.interrupted`` set; an interrupted write is finished by the next run (its own new
+write, or :func:`finish_unchanged`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Se
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from tqdm.auto import tqdm
 
@@ -42,7 +44,8 @@ from landmark_rag.ingest.report import FileOutcome, IndexReport, Status, StoreFa
 from landmark_rag.ingest.sources import FILE_ROOT, FILE_SOURCE, SourceDocument
 from landmark_rag.progress import bar_options
 from landmark_rag.store import StoreError, flat_metadata
-from landmark_rag.store.manifest import is_complete, record_metadata
+from landmark_rag.store.manifest import is_complete, record_metadata, written_before
+from landmark_rag.store.protocols import GroupWriter
 from landmark_rag.store.schema import DIRTY, DOC_HASH
 from landmark_rag.types import EncodedDocument
 
@@ -196,13 +199,16 @@ def plan(doc: SourceDocument, state: StoreState, *, skip_unchanged: bool = True)
 
 # ---------------------------------------------------------------------------- group and encode
 def in_groups(
-    items: Iterable[Pending | FileOutcome], tokens: int = GROUP_TOKENS, max_docs: int = GROUP_DOCS
+    items: Iterable[Pending | FileOutcome], tokens: int = GROUP_TOKENS, max_docs: int | None = None
 ) -> Iterator[FileOutcome | list[Pending]]:
-    """Outcomes as they come, pending documents gathered into encoding groups (in order).
+    """Outcomes as they come, pending documents gathered into groups (in order), each encoded
+    together and then stored together.
 
     A group closes at about ``tokens`` tokens (``CHARS_PER_TOKEN`` characters each) or
-    ``max_docs`` documents.
+    ``max_docs`` documents (``None``: :data:`GROUP_DOCS`, read at each call so that a test can
+    make groups small).
     """
+    max_docs = GROUP_DOCS if max_docs is None else max_docs
     group: list[Pending] = []
     chars = 0
     for item in items:
@@ -389,6 +395,16 @@ def store_document(store: SentenceStore, stored: StoredDocument) -> int:
     return store.add_document(stored.encoded, metadata=stored.metadata, doc_hash=stored.doc_hash)
 
 
+def store_documents(store: SentenceStore, stored: Sequence[StoredDocument]) -> list[int]:
+    """Write documents through the store's manifest protocol, run once for the group where the
+    store can (:class:`~landmark_rag.store.protocols.GroupWriter`), else once per document;
+    returns each one's sentences."""
+    if isinstance(store, GroupWriter):
+        return list(store.add_documents([s.encoded for s in stored], metadatas=[s.metadata for s in stored],
+                                        doc_hashes=[s.doc_hash for s in stored]))
+    return [store_document(store, s) for s in stored]
+
+
 def store_outcome(store: SentenceStore, stored: StoredDocument, done: FileOutcome, errors: Errors = "report") -> FileOutcome:
     """Write ``stored``: ``done`` when it was written, else (a document the store refuses) a
     ``skipped`` outcome. A failure of the store itself raises :class:`StoreError`."""
@@ -401,6 +417,73 @@ def store_outcome(store: SentenceStore, stored: StoredDocument, done: FileOutcom
             raise
         return FileOutcome(done.doc_id, done.source, "skipped", f"failed to store: {type(exc).__name__}: {exc}")
     return done
+
+
+def store_outcomes(
+    store: SentenceStore, batch: Sequence[tuple[StoredDocument, FileOutcome]], errors: Errors = "report"
+) -> Iterator[FileOutcome]:
+    """Write a group of documents (:func:`store_documents`, the protocol once for the group) and
+    yield each one's outcome, in order: ``done`` when it was written, as :func:`store_outcome`.
+
+    The outcomes are those of writing the documents one by one: a failure of the store raises
+    :class:`StoreError` after yielding the documents it had committed (none, when the group
+    failed before its commit); any other failure, which is one document's (the store refused
+    it before writing anything), makes the group be written one by one, so that document costs
+    only itself. A store that cannot write groups is written one by one from the start.
+    """
+    if not batch:
+        return
+    if not isinstance(store, GroupWriter):
+        for stored, done in batch:
+            yield store_outcome(store, stored, done, errors)
+        return
+    try:
+        store_documents(store, [stored for stored, _ in batch])
+    except StoreError as exc:
+        # the store failed, not a document: the run stops; what was committed is reported
+        yield from (done for _, done in batch[: written_before(exc)])
+        raise
+    except Exception:  # noqa: BLE001 - a document the store refuses: found by writing one by one
+        for stored, done in batch:
+            yield store_outcome(store, stored, done, errors)
+        return
+    yield from (done for _, done in batch)
+
+
+def _storable(encoded: EncodedDocument | Exception) -> TypeGuard[EncodedDocument]:
+    """Whether an encoded document goes to the store (else :func:`write_encoded` skips it)."""
+    return not isinstance(encoded, Exception) and len(encoded) > 0
+
+
+def write_group(
+    store: SentenceStore, group: Sequence[Pending], encoded: Sequence[EncodedDocument | Exception],
+    encoder: DocumentEncoder, errors: Errors = "report",
+) -> Iterator[FileOutcome]:
+    """Store an encoded group and yield each document's outcome in order: the outcomes of
+    :func:`write_encoded` for each in turn, with the store's protocol run once for the documents
+    written together (:func:`store_outcomes`).
+
+    A document that is skipped (the encoder failed on it, or found no sentence in it) closes
+    the documents before it into a write of their own first, so every outcome, and with
+    ``errors="raise"`` the point where the run stops, is where one-by-one writing puts it.
+    """
+    batch: list[tuple[StoredDocument, FileOutcome]] = []
+    for pending, one in zip(group, encoded, strict=True):
+        if not _storable(one):
+            yield from store_outcomes(store, batch, errors)
+            batch = []
+            yield write_encoded(store, pending, one, encoder, errors)  # skipped (or raised): nothing stored
+            continue
+        batch.append(_to_store(pending, one, encoder))
+    yield from store_outcomes(store, batch, errors)
+
+
+def _to_store(pending: Pending, encoded: EncodedDocument, encoder: DocumentEncoder) -> tuple[StoredDocument, FileOutcome]:
+    """What is stored for an encoded document, and its outcome once it is."""
+    doc = pending.doc
+    tokens = encoded_tokens(encoded, doc.text, encoder)
+    done = FileOutcome(doc.doc_id, doc.name, pending.status, sentences=len(encoded.sentences), tokens=tokens)
+    return stored_form(doc, encoded), done
 
 
 def write_encoded(
@@ -423,9 +506,7 @@ def write_encoded(
         if errors == "raise":
             raise
         return FileOutcome(doc.doc_id, doc.name, "skipped", f"failed to encode: {type(exc).__name__}: {exc}")
-    tokens = encoded_tokens(encoded, doc.text, encoder)
-    done = FileOutcome(doc.doc_id, doc.name, pending.status, sentences=len(encoded.sentences), tokens=tokens)
-    return store_outcome(store, stored_form(doc, encoded), done, errors)
+    return store_outcome(store, *_to_store(pending, encoded, encoder), errors)
 
 
 # ---------------------------------------------------------------------------- a run
@@ -500,7 +581,9 @@ def write_documents(
     ahead (``Prefetch``: order kept, an exception raised here at the item where it
     happened); the encoder is loaded here (:class:`EncoderLoader`), and groups are encoded
     here, or after the first on a thread of their own for an encoder with ``overlap_store``
-    (:func:`encoded_groups`); every store call stays on the calling thread.
+    (:func:`encoded_groups`); every store call stays on the calling thread. Each group is
+    stored with the manifest's protocol run once for it (:func:`write_group`): for short
+    documents the protocol's calls, not the sentences, are most of what storing costs.
     """
     state = state if state is not None else StoreState.read(store)
     load = EncoderLoader(encoder)
@@ -522,8 +605,8 @@ def write_documents(
                     progress.add(item)
                     continue
                 group, encoded = item
-                for pending, one in zip(group, encoded, strict=True):
-                    progress.add(write_encoded(store, pending, one, load(), errors))
+                for outcome in write_group(store, group, encoded, load(), errors):
+                    progress.add(outcome)
     return report
 
 
@@ -558,9 +641,12 @@ __all__ = [
     "prepared_groups",
     "prune_missing",
     "store_document",
+    "store_documents",
     "store_outcome",
+    "store_outcomes",
     "stored_form",
     "tracked_run",
     "write_documents",
     "write_encoded",
+    "write_group",
 ]

@@ -11,7 +11,8 @@ store, writing documents, and what the manifest says about them.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ import numpy as np
 from landmark_rag.store.client import (
     DEFAULT_COLLECTION,
     Collections,
+    StoreError,
     make_client,
     manifest_beside,
     open_collections,
@@ -30,7 +32,14 @@ from landmark_rag.store.identity import (
     identity_metadata,
     stamped_models,
 )
-from landmark_rag.store.manifest import Manifest, is_complete
+from landmark_rag.store.manifest import (
+    DocumentWrite,
+    GroupWriteError,
+    Manifest,
+    is_complete,
+    new_version,
+    written_before,
+)
 from landmark_rag.store.reads import SentenceReads
 from landmark_rag.store.schema import (
     DOC_HASH,
@@ -162,26 +171,68 @@ class ChromaSentenceStore(SentenceReads):
         document leaves nothing stale behind. The previous version stays visible until the
         new one is complete; a failure of the store raises :class:`StoreError`.
         """
-        doc_id = encoded.doc_id
-        if not doc_id:
-            raise ValueError("add_document needs an EncodedDocument with a doc_id")
-        if len(encoded.sentences) != len(encoded.embeddings):
-            raise ValueError("sentences and embeddings differ in length")
-        doc_hash = doc_hash or content_hash(encoded.text)
-        user_md = flat_metadata(metadata)
-        vecs = np.asarray(encoded.embeddings, dtype=np.float32)
-        docs = [s.text for s in encoded.sentences]
+        rows = _rows(encoded, metadata, doc_hash, store_text)
 
         def write(version: str) -> None:
-            ids = [sentence_id(doc_id, s.index, version) for s in encoded.sentences]
-            mds = [sentence_metadata(s.with_doc_id(doc_id), doc_hash, user_md, version) for s in encoded.sentences]
-            self._io.upsert_sentences(ids, vecs, mds, docs)
+            self._io.upsert_sentences(rows.ids(version), rows.vectors, rows.metadatas(version), rows.texts)
 
         self.write_document(
-            doc_id, write, n_sentences=len(docs), doc_hash=doc_hash, metadata=user_md,
-            text=encoded.text if store_text else None,
+            rows.doc_id, write, n_sentences=len(rows.texts), doc_hash=rows.doc_hash, metadata=rows.metadata,
+            text=rows.text,
         )
-        return len(docs)
+        return len(rows.texts)
+
+    def add_documents(
+        self,
+        documents: Sequence[EncodedDocument],
+        *,
+        metadatas: Sequence[dict[str, Any] | None] | None = None,
+        doc_hashes: Sequence[str | None] | None = None,
+        store_text: bool = True,
+    ) -> list[int]:
+        """Insert or replace several documents, the manifest's protocol run once per group
+        instead of once per document; returns each document's number of sentences.
+
+        Equal to :meth:`add_document` for each document in turn (``metadatas[i]`` and
+        ``doc_hashes[i]`` go with ``documents[i]``), at a cost per group: each protocol step
+        is one Chroma call for the whole group, where one document at a time pays about eight
+        calls per document. Every document is checked before anything is written (a
+        ``ValueError`` names the first that fails). Groups keep to the client's batch size, and a ``doc_id`` given twice starts
+        a new group at its second write, so the later one wins as in sequential writes.
+
+        Each document is atomic as with :meth:`add_document`: a reader sees its previous or
+        its new complete version. A store failure raises :class:`StoreError`; if groups before
+        the failing one (or the failing one itself, when it failed after its commit) were
+        written, :class:`~landmark_rag.store.manifest.GroupWriteError`, whose ``written`` says
+        how many of the first documents are stored in their new version.
+        """
+        docs = list(documents)
+        mds = list(metadatas) if metadatas is not None else [None] * len(docs)
+        hashes = list(doc_hashes) if doc_hashes is not None else [None] * len(docs)
+        if not len(docs) == len(mds) == len(hashes):
+            raise ValueError(f"got {len(docs)} documents, {len(mds)} metadatas and {len(hashes)} doc_hashes")
+        rows = []
+        for i, (doc, md, h) in enumerate(zip(docs, mds, hashes, strict=True)):
+            try:
+                rows.append(_rows(doc, md, h, store_text))
+            except ValueError as exc:
+                raise ValueError(f"document {i} ({doc.doc_id!r}): {exc}") from exc
+        # everything a group writes is laid out before its first write: a document that cannot
+        # be written (vectors of another width) fails here, with nothing of the call written
+        groups = [_GroupRows.of(part) for part in _groups(rows, self._io.batch_size())]
+        written = 0
+        for group in groups:
+            try:
+                self._io.fresh()
+                self._manifest.write_many(group.docs, group.write(self._io))
+                self._io.own_write_done()
+            except StoreError as exc:
+                done = written + written_before(exc)
+                if done:
+                    raise GroupWriteError(str(exc), done) from exc
+                raise
+            written += len(group.docs)
+        return [len(r.texts) for r in rows]
 
     def write_document(
         self,
@@ -265,6 +316,91 @@ class ChromaSentenceStore(SentenceReads):
         self._io.fresh()
         with store_errors("counting sentences"):
             return int(self._io.collection.count())
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """One document as the store writes it: its sentence records less the version, which
+    each write chooses afresh."""
+
+    encoded: EncodedDocument
+    doc_id: str
+    doc_hash: str
+    metadata: dict[str, Any]
+    vectors: np.ndarray
+    texts: list[str]
+    text: str | None
+
+    def ids(self, version: str) -> list[str]:
+        return [sentence_id(self.doc_id, s.index, version) for s in self.encoded.sentences]
+
+    def metadatas(self, version: str) -> list[dict[str, Any]]:
+        return [sentence_metadata(s.with_doc_id(self.doc_id), self.doc_hash, self.metadata, version)
+                for s in self.encoded.sentences]
+
+
+def _rows(encoded: EncodedDocument, metadata: dict[str, Any] | None, doc_hash: str | None, store_text: bool) -> _Rows:
+    """Check one document and lay out its rows (the checks of :meth:`ChromaSentenceStore.add_document`)."""
+    doc_id = encoded.doc_id
+    if not doc_id:
+        raise ValueError("add_document needs an EncodedDocument with a doc_id")
+    if len(encoded.sentences) != len(encoded.embeddings):
+        raise ValueError("sentences and embeddings differ in length")
+    return _Rows(
+        encoded, doc_id, doc_hash or content_hash(encoded.text), flat_metadata(metadata),
+        np.asarray(encoded.embeddings, dtype=np.float32), [s.text for s in encoded.sentences],
+        encoded.text if store_text else None,
+    )
+
+
+def _groups(rows: list[_Rows], limit: int) -> Iterator[list[_Rows]]:
+    """Consecutive documents in groups of at most ``limit`` in which every ``doc_id`` is once:
+    a second write of a document starts a new group, so it lands after the first, as it
+    would written one by one."""
+    group: list[_Rows] = []
+    ids: set[str] = set()
+    for row in rows:
+        if row.doc_id in ids or len(group) >= limit:
+            yield group
+            group, ids = [], set()
+        group.append(row)
+        ids.add(row.doc_id)
+    if group:
+        yield group
+
+
+@dataclass(frozen=True)
+class _GroupRows:
+    """A group's documents for the manifest (each with its fresh version) and its sentence
+    records, all documents' rows in one list, for one batched upsert."""
+
+    docs: list[DocumentWrite]
+    ids: list[str]
+    vectors: np.ndarray
+    metadatas: list[dict[str, Any]]
+    texts: list[str]
+
+    @classmethod
+    def of(cls, rows: list[_Rows]) -> _GroupRows:
+        docs, ids, metadatas, texts, vectors = [], [], [], [], []
+        for r in rows:
+            version = new_version()
+            docs.append(DocumentWrite(r.doc_id, version, len(r.texts), r.doc_hash, r.metadata, r.text))
+            ids += r.ids(version)
+            metadatas += r.metadatas(version)
+            texts += r.texts
+            if r.texts:
+                vectors.append(r.vectors)
+        # one array for the group's upsert
+        widths = {v.shape[1:] for v in vectors}
+        if len(widths) > 1:
+            raise ValueError(f"documents with vectors of different widths in one call: {sorted(widths)}")
+        stacked = np.concatenate(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
+        return cls(docs, ids, stacked, metadatas, texts)
+
+    def write(self, io: Collections) -> Callable[[], None]:
+        """Step 2 of the protocol for the whole group: its sentences in the client's batches."""
+        return lambda: io.upsert_sentences(self.ids, self.vectors, self.metadatas, self.texts)
 
 
 __all__ = ["ChromaSentenceStore"]

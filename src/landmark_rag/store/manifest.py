@@ -18,6 +18,16 @@ any point leaves the previous version, or for a new document nothing, visible):
 4. *clean*: sentences of the document with any other version are deleted, then ``dirty``
    is removed.
 
+A group of documents (:meth:`Manifest.write_many`, which ``ChromaSentenceStore.add_documents``
+and so the write path of ``ingest/write.py`` use) runs the same four steps for all of them at
+once: each step is one or two Chroma calls covering the whole group (one read of the records,
+one announce, one sentence write in the client's batches, one commit, one move of the
+generation, one clean-up), so its cost no longer grows with the number of documents. Every
+document still has its own record and its own fresh VERSION, and each record changes in one
+call, so every promise above holds per document: a reader sees each document of the group in
+its previous or its new complete version, and an interruption before the commit leaves every
+previous version visible (after it, every new one).
+
 The visibility rule (:func:`is_visible`): a reader shows a sentence when its document has no
 manifest record (written by another tool), or the record is ``complete`` and names the
 sentence's ``doc_version`` (records written before versions existed: the same
@@ -28,10 +38,11 @@ that document or by :meth:`Manifest.clean`.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from landmark_rag.store.client import Collections, merge_metadata, store_errors
+from landmark_rag.store.client import Collections, StoreError, merge_metadata, store_errors
 from landmark_rag.store.schema import (
     COMPLETE,
     DIRTY,
@@ -82,6 +93,51 @@ def is_complete(record: Mapping[str, Any] | None) -> bool:
 def record_metadata(record: Mapping[str, Any]) -> dict[str, Any]:
     """The user's metadata of a manifest record (the protocol's own keys removed)."""
     return {k: v for k, v in record.items() if k not in MANIFEST_KEYS}
+
+
+def new_version() -> str:
+    """A fresh VERSION for one write of one document (step 2): never reused, so the sentences
+    of a write that was interrupted can never be taken for those of a later one."""
+    return uuid.uuid4().hex[:12]
+
+
+@dataclass(frozen=True)
+class DocumentWrite:
+    """One document of a write: what its manifest record says once it is committed.
+
+    ``version`` names the sentences the caller's write stores for it (:func:`new_version`);
+    ``metadata`` is the user's metadata, flat (``schema.flat_metadata``); ``text`` is stored
+    with the record (``None``: not stored).
+    """
+
+    doc_id: str
+    version: str
+    n_sentences: int
+    doc_hash: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    text: str | None = None
+
+
+class GroupWriteError(StoreError):
+    """The store failed during a write of documents (a group, or one) after ``written`` of
+    them (the first ones, in the order given) were committed.
+
+    Those documents are stored in their new version (a reader sees it), so a caller that
+    counts what was written counts them; every other one keeps its previous version.
+    """
+
+    def __init__(self, message: str, written: int) -> None:
+        super().__init__(message)
+        self.written = written
+
+    def __reduce__(self) -> tuple[type[GroupWriteError], tuple[str, int]]:
+        # a Ray worker's failure travels pickled: the count must come along
+        return type(self), (str(self), self.written)
+
+
+def written_before(exc: BaseException) -> int:
+    """How many documents of a write (the first ones) were committed before ``exc`` stopped it."""
+    return exc.written if isinstance(exc, GroupWriteError) else 0
 
 
 class Manifest:
@@ -161,14 +217,40 @@ class Manifest:
         metadata: dict[str, Any] | None = None, text: str | None = None,
     ) -> str:
         """Run the protocol (module docstring) around ``write(version)``; returns the version."""
-        user_md = flat_metadata(metadata)
-        version = uuid.uuid4().hex[:12]
-        with store_errors(f"writing document {doc_id!r}"):
-            previous = self._announce(doc_id, doc_hash, n_sentences, user_md, version)
-            write(version)
-            self._commit(doc_id, doc_hash, n_sentences, user_md, version, text, previous)
-            self._clean(doc_id)
+        version = new_version()
+        doc = DocumentWrite(doc_id, version, n_sentences, doc_hash, flat_metadata(metadata), text)
+        self.write_many([doc], lambda: write(version))
         return version
+
+    def write_many(self, docs: Sequence[DocumentWrite], write: Callable[[], None]) -> None:
+        """Run the protocol for a group of documents at once around ``write()``, which stores
+        the sentences of every one of them (each under its ``DocumentWrite.version``).
+
+        Each step is one Chroma call (announce: two, for records that exist and records that
+        do not) covering the whole group, whatever its size; the caller keeps the group within
+        the client's batch size (``Collections.batch_size``) and gives each ``doc_id`` once
+        (two writes of one document in one group would share its record). A store failure
+        raises :class:`StoreError`; after the commit, :class:`GroupWriteError` (every document
+        of the group was written).
+        """
+        ids = [d.doc_id for d in docs]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"a group names a document more than once: {sorted({i for i in ids if ids.count(i) > 1})}")
+        if not docs:
+            return
+        committed = False
+        try:
+            with store_errors(f"writing {_named(ids)}"):
+                previous = self._announce(docs)
+                write()
+                self._commit(docs, previous)
+                committed = True
+                self._bump()
+                self._clean_written(docs)
+        except StoreError as exc:
+            if committed:  # the new versions are what readers see: the caller counts them written
+                raise GroupWriteError(str(exc), len(docs)) from exc
+            raise
 
     def delete(self, doc_id: str) -> int:
         """Remove a document, its record first (a reader never sees it partly deleted)."""
@@ -203,60 +285,122 @@ class Manifest:
                 self._io.manifest.update(ids=[doc_id], metadatas=[{DIRTY: None}])
         return len(stale)
 
-    def _announce(
-        self, doc_id: str, doc_hash: str, n: int, user_md: dict[str, Any], version: str
-    ) -> dict[str, Any] | None:
-        """Step 1: flag the record dirty, keeping a complete previous version visible."""
+    def _announce(self, docs: Sequence[DocumentWrite]) -> dict[str, dict[str, Any] | None]:
+        """Step 1 for a group: flag every record dirty, keeping complete previous versions visible.
+
+        Returns each document's previous record (``None``: a new document). Records that
+        exist and are complete only get ``dirty`` (one update); the others (new documents,
+        interrupted first writes, sentences without a record) are written whole (one upsert).
+        """
         if self._io.manifest is None:
-            return None
-        previous = self.records([doc_id]).get(doc_id)
-        if previous is None:
-            previous = self._adopt(doc_id)
-        if is_complete(previous):
-            self._io.manifest.update(ids=[doc_id], metadatas=[{DIRTY: True}])
-        else:
-            md = {**user_md, DOC_HASH: doc_hash, STATE: WRITING, N_SENTENCES: n, VERSION: version, DIRTY: True}
-            self._io.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[md], documents=[""])
+            return {}
+        ids = [d.doc_id for d in docs]
+        found = self.records(ids)
+        adopted = self._adopt([i for i in ids if i not in found])
+        previous = {i: found.get(i, adopted.get(i)) for i in ids}
+        flag = [i for i in ids if is_complete(found.get(i))]
+        if flag:
+            self._io.manifest.update(ids=flag, metadatas=[{DIRTY: True} for _ in flag])
+        fresh: dict[str, dict[str, Any]] = {}
+        for d in docs:
+            if d.doc_id in adopted:
+                fresh[d.doc_id] = adopted[d.doc_id]
+            elif not is_complete(previous[d.doc_id]):
+                fresh[d.doc_id] = {**d.metadata, DOC_HASH: d.doc_hash, STATE: WRITING, N_SENTENCES: d.n_sentences,
+                                   VERSION: d.version, DIRTY: True}
+        if fresh:
+            self._io.manifest.upsert(ids=list(fresh), embeddings=[[0.0] for _ in fresh],
+                                     metadatas=list(fresh.values()), documents=["" for _ in fresh])
         return previous
 
-    def _adopt(self, doc_id: str) -> dict[str, Any] | None:
-        """A manifest record for sentences written without one (another tool, an older version).
+    def _adopt(self, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Manifest records for sentences written without one (another tool, an older version),
+        read in one call for every id of ``doc_ids`` that has sentences; not written here
+        (:meth:`_announce` writes them with the group's other new records).
 
         They count as the document's complete previous version, so they stay visible while
         the new version is written (a ``writing`` record would hide them).
         """
-        manifest = self._io.manifest
-        if manifest is None:  # the caller checks first: a store without a manifest has no records to adopt
+        if self._io.manifest is None:  # the caller checks first: a store without a manifest has no records to adopt
             raise RuntimeError("adopting sentences into the manifest needs a store with a manifest")
-        got = self._io.collection.get(where={DOC_ID: doc_id}, include=["metadatas"])
-        if not got["ids"]:
-            return None
-        md = dict(got["metadatas"][0] or {})
-        record = {DOC_HASH: str(md.get(DOC_HASH, "")), STATE: COMPLETE, N_SENTENCES: len(got["ids"]), DIRTY: True}
-        manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[record], documents=[""])
-        return record
+        if not doc_ids:
+            return {}
+        got = self._io.collection.get(where=_of_documents(doc_ids), include=["metadatas"])
+        first: dict[str, dict[str, Any]] = {}
+        counts: dict[str, int] = {}
+        for md in got["metadatas"]:
+            doc_id = str((md or {}).get(DOC_ID))
+            first.setdefault(doc_id, dict(md or {}))
+            counts[doc_id] = counts.get(doc_id, 0) + 1
+        return {
+            doc_id: {DOC_HASH: str(first[doc_id].get(DOC_HASH, "")), STATE: COMPLETE, N_SENTENCES: counts[doc_id],
+                     DIRTY: True}
+            for doc_id in doc_ids if doc_id in counts
+        }
 
-    def _commit(
-        self, doc_id: str, doc_hash: str, n: int, user_md: dict[str, Any], version: str, text: str | None,
-        previous: dict[str, Any] | None,
-    ) -> None:
-        """Step 3: one upsert makes the new version the visible one.
+    def _commit(self, docs: Sequence[DocumentWrite], previous: Mapping[str, dict[str, Any] | None]) -> None:
+        """Step 3 for a group: one upsert makes each document's new version the visible one
+        (the caller then moves the generation, once for the group).
 
-        Chroma merges metadata on upsert, so keys of the previous record that the new one
+        Chroma merges metadata on upsert, so keys of a previous record that the new one
         lacks are removed in the same call (a ``None`` value deletes a key).
         """
         if self._io.manifest is None:
             return
-        md: dict[str, Any] = {**user_md, DOC_HASH: doc_hash, STATE: COMPLETE, N_SENTENCES: n, VERSION: version,
-                              DIRTY: True}
-        for key in previous or {}:
-            md.setdefault(key, None)
-        self._io.manifest.upsert(ids=[doc_id], embeddings=[[0.0]], metadatas=[md], documents=[text or ""])
-        self._bump()
+        metadatas = []
+        for d in docs:
+            md: dict[str, Any] = {**d.metadata, DOC_HASH: d.doc_hash, STATE: COMPLETE, N_SENTENCES: d.n_sentences,
+                                  VERSION: d.version, DIRTY: True}
+            for key in previous.get(d.doc_id) or {}:
+                md.setdefault(key, None)
+            metadatas.append(md)
+        self._io.manifest.upsert(ids=[d.doc_id for d in docs], embeddings=[[0.0] for _ in docs],
+                                 metadatas=metadatas, documents=[d.text or "" for d in docs])
+
+    def _clean_written(self, docs: Sequence[DocumentWrite]) -> None:
+        """Step 4 for a group just committed: one read of the group's sentences, one delete of
+        those of any other version, one update removing ``dirty``.
+
+        The committed versions are the ones this write chose, so the records need not be
+        read again (:meth:`clean` reads them: it finishes writes it knows nothing of).
+        """
+        if self._io.manifest is None:
+            return
+        version = {d.doc_id: d.version for d in docs}
+        ids = list(version)
+        got = self._io.collection.get(where=_of_documents(ids), include=["metadatas"])
+        stale = [i for i, md in zip(got["ids"], got["metadatas"], strict=True)
+                 if (md or {}).get(VERSION) != version.get(str((md or {}).get(DOC_ID)))]
+        self._io.delete_sentences(stale)
+        self._io.manifest.update(ids=ids, metadatas=[{DIRTY: None} for _ in ids])
 
     def _bump(self) -> None:
         """Move :meth:`generation` on: after a commit (step 3) and after a delete."""
-        merge_metadata(self._io.manifest, {GENERATION_KEY: uuid.uuid4().hex})
+        if self._io.manifest is not None:
+            merge_metadata(self._io.manifest, {GENERATION_KEY: uuid.uuid4().hex})
 
 
-__all__ = ["Manifest", "is_complete", "is_current", "is_visible", "record_metadata", "version_key"]
+def _of_documents(doc_ids: Sequence[str]) -> dict[str, Any]:
+    """A ``where`` for the sentences of ``doc_ids`` (one id: the plain equality)."""
+    return {DOC_ID: doc_ids[0]} if len(doc_ids) == 1 else {DOC_ID: {"$in": list(doc_ids)}}
+
+
+def _named(doc_ids: Sequence[str]) -> str:
+    """What a store failure's message says was being written."""
+    if len(doc_ids) == 1:
+        return f"document {doc_ids[0]!r}"
+    return f"documents {doc_ids[0]!r} to {doc_ids[-1]!r} (a group of {len(doc_ids)})"
+
+
+__all__ = [
+    "DocumentWrite",
+    "GroupWriteError",
+    "Manifest",
+    "is_complete",
+    "is_current",
+    "is_visible",
+    "new_version",
+    "record_metadata",
+    "version_key",
+    "written_before",
+]

@@ -2,7 +2,8 @@
 
 :class:`~landmark_rag.store.ChromaSentenceStore` is the implementation. Retrieval and expansion
 are written against :class:`SentenceReader` (the small read API of ``store/reads.py``), ingestion
-and the index against :class:`SentenceStore` (those reads plus the manifest's writes). Naming the
+and the index against :class:`SentenceStore` (those reads plus the manifest's writes), and a store
+that can write a group of documents at once is a :class:`GroupWriter` as well. Naming the
 seams this way keeps each caller honest about what it uses, lets a type checker verify every call,
 and lets a test or another backend stand in without inheriting from the Chroma class.
 """
@@ -100,4 +101,18 @@ class SentenceStore(SentenceReader, Protocol):
 
     def clean_document(self, doc_id: str) -> int:
         """Delete what an interrupted write left behind; returns the sentences removed."""
+        ...
+
+
+@runtime_checkable
+class GroupWriter(Protocol):
+    """A store that writes a group of documents with the manifest's protocol run once for the
+    group (:meth:`ChromaSentenceStore.add_documents`). Optional: the write path checks for it
+    and writes one document at a time (``add_document``) through a store without it."""
+
+    def add_documents(
+        self, documents: Sequence[EncodedDocument], *, metadatas: Sequence[dict[str, Any] | None] | None = None,
+        doc_hashes: Sequence[str | None] | None = None, store_text: bool = True,
+    ) -> list[int]:
+        """Insert or replace each document as ``add_document`` would; returns their sentence counts."""
         ...
