@@ -18,7 +18,7 @@ from landmark_rag.segment import segment_sentences
 from landmark_rag.store import ChromaSentenceStore, sentence_id
 from landmark_rag.store.analyzer import language_name, make_analyzer
 from landmark_rag.store.lexical import LEXICAL_DIR, StoreLexicalIndex
-from landmark_rag.types import EncodedDocument
+from tests.random_vectors import encode
 
 DOC_A = "Cats purr when content. They sleep a lot. Kittens play with yarn. Old cats nap in the sun."
 DOC_B = "Rockets need fuel. Orbits are curved paths. Satellites circle the Earth. Launches are loud."
@@ -28,12 +28,6 @@ DOC_ZH = "东京是日本的首都。长城位于中国北方。熊猫喜欢吃�
 DOC_JA = "富士山は日本で一番高い山です。京都には多くの寺があります。"
 
 
-def encode(text: str, doc_id: str, seed: int = 0) -> EncodedDocument:
-    sents = segment_sentences(text, doc_id=doc_id)
-    rng = np.random.default_rng(seed)
-    vecs = rng.normal(size=(len(sents), 8)).astype(np.float32)
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    return EncodedDocument(text, sents, vecs, doc_id)
 
 
 @pytest.fixture()

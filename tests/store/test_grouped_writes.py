@@ -26,12 +26,12 @@ import pytest
 from chromadb.api.models.Collection import Collection
 from reliability.faultkit import paragraphs, visible_state
 
-from landmark_rag.segment import segment_sentences
 from landmark_rag.store import ChromaSentenceStore, StoreError
 from landmark_rag.store.client import Collections
 from landmark_rag.store.manifest import DocumentWrite, GroupWriteError, new_version
 from landmark_rag.store.schema import VERSION, sentence_key, sentence_metadata
 from landmark_rag.types import EncodedDocument
+from tests.random_vectors import encode
 
 #: Chroma calls that change a collection; a failure is injected at each of them in turn.
 WRITES = ("upsert", "update", "delete", "modify", "add")
@@ -39,13 +39,6 @@ WRITES = ("upsert", "update", "delete", "modify", "add")
 CALLS = (*WRITES, "get", "query", "count")
 
 
-def encode(text: str, doc_id: str, seed: int = 0) -> EncodedDocument:
-    """A document segmented by the package's segmenter, with random unit vectors."""
-    sents = segment_sentences(text, doc_id=doc_id)
-    rng = np.random.default_rng(seed)
-    vecs = rng.normal(size=(len(sents), 8)).astype(np.float32)
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    return EncodedDocument(text, sents, vecs, doc_id)
 
 
 def open_store(path: Path) -> ChromaSentenceStore:

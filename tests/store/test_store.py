@@ -7,20 +7,13 @@ import itertools
 import numpy as np
 import pytest
 
-from landmark_rag.segment import segment_sentences
 from landmark_rag.store import ChromaSentenceStore, StoreError, StoreMismatchError, sentence_id
-from landmark_rag.types import EncodedDocument
+from tests.random_vectors import encode
 
 DOC_A = "Cats purr when content. They sleep a lot. Kittens play with yarn. Old cats nap in the sun."
 DOC_B = "Rockets need fuel. Orbits are curved paths. Satellites circle the Earth. Launches are loud."
 
 
-def encode(text: str, doc_id: str, seed: int = 0) -> EncodedDocument:
-    sents = segment_sentences(text, doc_id=doc_id)
-    rng = np.random.default_rng(seed)
-    vecs = rng.normal(size=(len(sents), 8)).astype(np.float32)
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    return EncodedDocument(text, sents, vecs, doc_id)
 
 
 @pytest.fixture()

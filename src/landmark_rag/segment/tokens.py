@@ -291,10 +291,7 @@ class AsciiTwin:
         except Exception as exc:  # noqa: BLE001 - any surprise: the backend alone is always right
             logger.debug("no ASCII twin for this tokenizer (%s)", exc)
             return None
-        if got != want:
-            logger.debug("ASCII twin disagrees with the tokenizer on probes; not used")
-            return None
-        return made
+        return made if _agrees(want, got, "ASCII twin") else None
 
     def takes(self, text: str) -> bool:
         """Whether the twin gives ``text`` the backend's ids."""
@@ -416,8 +413,7 @@ class FlashWordPiece:
         except Exception as exc:  # noqa: BLE001 - any surprise: the backend alone is always right
             logger.debug("flash-tokenizer not used for this tokenizer (%s)", exc)
             return None
-        if got != want:
-            logger.debug("flash-tokenizer disagrees with the tokenizer on probes; not used")
+        if not _agrees(want, got, "flash-tokenizer"):
             return None
         with _FLASH_LOCK:
             # one per vocabulary set-up in a process: tokenizers of one model share it
@@ -430,6 +426,14 @@ class FlashWordPiece:
     def ids(self, text: str) -> list[int]:
         """The ids of ``text``, without the ``[CLS]`` and ``[SEP]`` it always adds."""
         return self.core.encode(text, "longest", 1 << 30)[1:-1]
+
+
+def _agrees(want: list[list[int]], got: list[list[int]], what: str) -> bool:
+    """Whether a stand-in tokeniser (``what``) gave the backend's ids on every probe (logged if not)."""
+    if got != want:
+        logger.debug("%s disagrees with the tokenizer on probes; not used", what)
+        return False
+    return True
 
 
 def _flash_probes(tokens: list[str]) -> list[str]:
