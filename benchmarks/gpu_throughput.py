@@ -243,6 +243,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--task-chars", default="",
                     help="comma list: the default again with groups of at most this many characters "
                          "(131,072 by default), the call cut into one group per worker or more")
+    ap.add_argument("--switch-interval", default="",
+                    help="comma list of seconds: the default again with sys.setswitchinterval at each")
     ap.add_argument("--compiled", action="store_true",
                     help="also time the default with torch.compile (compiling takes a minute or more)")
     ap.add_argument("--json", type=Path, default=None)
@@ -330,6 +332,19 @@ def main(argv: list[str] | None = None) -> dict:
                 best_time(lambda: full.encode_documents(texts), args.rounds, device), "SDPA's other kernels")
         finally:
             torch.backends.cuda.enable_cudnn_sdp(kept_cudnn)
+    if args.switch_interval:
+        # the calling process's threads (the one launching passes, the one receiving prepared
+        # groups) share one interpreter lock: a shorter switch interval hands it over sooner
+        workers_ready(full, auto)
+        kept_interval = sys.getswitchinterval()
+        for interval in (float(c) for c in args.switch_interval.split(",") if c.strip()):
+            sys.setswitchinterval(interval)
+            try:
+                add(f"landmark default, switch interval {interval * 1e3:g} ms",
+                    best_time(lambda: full.encode_documents(texts), args.rounds, device),
+                    f"Python's default {kept_interval * 1e3:g} ms")
+            finally:
+                sys.setswitchinterval(kept_interval)
     if args.compiled:
         # torch.compile (opt-in, ``LandmarkEncoder.compile``): one compiled graph per pass, far
         # fewer launches and less Python than the eager modules' per pass
