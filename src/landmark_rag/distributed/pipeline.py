@@ -15,7 +15,7 @@ leaves those documents without a complete version, so the next run picks up exac
 
 Stores: a Chroma **server** (``http://HOST:PORT``) is written by every actor in parallel. A
 local **folder** works too, but SQLite has one writer, so the actors send what they encoded
-to the driver, which writes it (``store_outcome``) and finishes documents left dirty
+to the driver, which writes them a group at a time (``store_outcomes``) and finishes documents left dirty
 (``finish_unchanged``); use a server for real scale-out.
 """
 
@@ -45,9 +45,8 @@ from landmark_rag.ingest import (
     finish_unchanged,
     prune_missing,
     readable_files,
-    store_outcome,
 )
-from landmark_rag.ingest.write import tracked_run
+from landmark_rag.ingest.write import GROUP_DOCS, StoredDocument, store_outcomes, tracked_run
 from landmark_rag.store import (
     DEFAULT_COLLECTION,
     ChromaSentenceStore,
@@ -205,8 +204,9 @@ def _run(
         try:
             for batch in out.iter_batches(batch_format="pyarrow", batch_size=None):
                 # typed as any batch format; batch_format="pyarrow" makes it a Table
-                for row in cast("pyarrow.Table", batch).to_pylist():
-                    progress.add(_settle(store, state, row, worker_kwargs["db"] is None))
+                rows = cast("pyarrow.Table", batch).to_pylist()
+                for outcome in _settle(store, state, rows, worker_kwargs["db"] is None):
+                    progress.add(outcome)
         except Exception as exc:
             # a store failure inside a worker arrives wrapped by Ray: stop as the core does
             cause = _store_failure(exc)
@@ -216,16 +216,29 @@ def _run(
     return report
 
 
-def _settle(store: ChromaSentenceStore, state: StoreState, row: dict[str, Any], driver_writes: bool) -> FileOutcome:
-    """A worker's outcome row, finished on the driver where the driver is the one writer:
-    the document the worker encoded is written, an unchanged one left dirty is finished."""
-    outcome = FileOutcome(row["doc_id"], row["source"], row["status"], row["reason"] or None,
-                          int(row["sentences"]), int(row["tokens"]))
-    if row.get("payload") is not None:
-        return store_outcome(store, pickle.loads(row["payload"]), outcome)
-    if driver_writes and outcome.status == "unchanged":
-        finish_unchanged(store, state, outcome.doc_id)
-    return outcome
+def _settle(
+    store: ChromaSentenceStore, state: StoreState, rows: list[dict[str, Any]], driver_writes: bool
+) -> Iterator[FileOutcome]:
+    """Workers' outcome rows, in order, finished on the driver where the driver is the one
+    writer: the documents the workers encoded are written (consecutive ones together, the
+    manifest's protocol once per group of up to ``GROUP_DOCS``, as the core's write path
+    does), an unchanged one left dirty is finished."""
+    pending: list[tuple[StoredDocument, FileOutcome]] = []
+    for row in rows:
+        outcome = FileOutcome(row["doc_id"], row["source"], row["status"], row["reason"] or None,
+                              int(row["sentences"]), int(row["tokens"]))
+        if row.get("payload") is not None:
+            pending.append((pickle.loads(row["payload"]), outcome))
+            if len(pending) >= GROUP_DOCS:
+                yield from store_outcomes(store, pending)
+                pending = []
+            continue
+        yield from store_outcomes(store, pending)
+        pending = []
+        if driver_writes and outcome.status == "unchanged":
+            finish_unchanged(store, state, outcome.doc_id)
+        yield outcome
+    yield from store_outcomes(store, pending)
 
 
 @contextmanager
