@@ -8,9 +8,9 @@
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-timeout "${BENCH_TIMEOUT:-300}" python3 benchmarks/gpu_throughput.py --device "${DEVICE:-cuda}" --copies 16 \
+timeout "${BENCH_TIMEOUT:-300}" python3 benchmarks/gpu_throughput.py --device "${DEVICE:-cuda}" --copies "${COPIES:-16}" ${LAUNCH_ARGS:-} \
   --task-chars 524288,1048576 --switch-interval 0.0005 --compiled --skip index,halves,host,st,bare --rounds 3 \
   --json "$OUT/launch.json" > "$OUT/launch.log" 2>&1
 grep -E "^\||^-|random weights|compiling" "$OUT/launch.log"
-timeout 120 python3 scripts/gpu/trace_default.py --copies 16 --rows 12 > "$OUT/trace16.log" 2>&1
+timeout 120 python3 scripts/gpu/trace_default.py --device "${DEVICE:-cuda}" --copies "${COPIES:-16}" ${TRACE_ARGS:-} --rows 12 > "$OUT/trace16.log" 2>&1
 grep -E "tokens/s|summed kernel" "$OUT/trace16.log"
