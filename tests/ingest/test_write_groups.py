@@ -215,3 +215,45 @@ def test_vectors_and_sentences_land_exactly_in_a_group(tmp_path, tiny_encoder) -
         assert got.sentences == want.sentences
         np.testing.assert_allclose(got.embeddings, want.embeddings, atol=1e-6)
         assert store.documents()[doc.doc_id]["n"] == len(want) // 4
+
+
+def test_ctrl_c_after_a_groups_commit_counts_the_group(tmp_path, tiny_encoder, monkeypatch) -> None:
+    """Ctrl-C right after a group's commit (at the move of the generation): its documents are
+    stored in their new version, so the interrupted run's report counts them written."""
+    import landmark_rag.store.manifest as manifest_module
+
+    monkeypatch.setattr("landmark_rag.ingest.write.GROUP_DOCS", 3)
+    store = open_store(tmp_path / "db", tiny_encoder)
+    merge, calls = manifest_module.merge_metadata, []
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) == 2:  # the second group's move of the generation
+            raise KeyboardInterrupt
+        merge(*args, **kwargs)
+
+    monkeypatch.setattr(manifest_module, "merge_metadata", interrupted)
+    report = write_documents(
+        store, docs_of_lengths([1, 1, 1, 1, 1, 1, 1]), lambda: DocumentEncoder.of(tiny_encoder()), total=7
+    )
+    assert report.interrupted
+    assert [o.doc_id for o in report.outcomes] == [f"d{i:03d}" for i in range(6)]
+    assert report.not_reached == 1
+    assert sorted(store.documents()) == [f"d{i:03d}" for i in range(6)]
+
+
+def test_one_by_one_a_document_committed_before_the_store_failed_is_counted(tmp_path, tiny_encoder, monkeypatch) -> None:
+    """A store without ``add_documents`` (one document at a time) fails right after a
+    document's commit: that document is stored, and the report counts it before the run stops."""
+    import landmark_rag.store.manifest as manifest_module
+
+    store = open_store(tmp_path / "db", tiny_encoder)
+
+    def failing(*args: Any, **kwargs: Any) -> None:
+        raise ConnectionError("injected: connection reset by peer")
+
+    monkeypatch.setattr(manifest_module, "merge_metadata", failing)
+    with pytest.raises(StoreFailedError, match="injected") as info:
+        write_documents(OneByOne(store), docs_of_lengths([1, 1, 1]), lambda: DocumentEncoder.of(tiny_encoder()))
+    assert [o.doc_id for o in info.value.report.outcomes] == ["d000"]
+    assert sorted(store.documents()) == ["d000"]

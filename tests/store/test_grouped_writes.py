@@ -402,3 +402,43 @@ def test_chroma_calls_per_group_do_not_grow_with_its_size(tmp_path: Path, monkey
         for d in docs:
             store.add_document(d)
     assert sum(calls.counts.values()) >= 8 * 8
+
+
+def test_vectors_of_another_width_anywhere_in_the_call_fail_it_before_any_write(tmp_path: Path) -> None:
+    """The width is checked across the whole call, also past a repeated id that starts a second
+    group: the call fails naming the document, nothing written."""
+    store = open_store(tmp_path / "db")
+    a, b = encode("Alpha beta. Gamma delta.", "a"), encode("Beta one. Beta two.", "b")
+    wide = encode("Alpha again. And wider.", "a")
+    wide = EncodedDocument(wide.text, wide.sentences, np.ones((len(wide.sentences), 9), np.float32) / 3, "a")
+    with pytest.raises(ValueError, match="'a' has vectors of width"):
+        store.add_documents([a, b, wide])
+    assert store.count_sentences() == 0 and store.documents(include_incomplete=True) == {}
+
+
+def test_a_write_stopped_between_commit_and_generation_moves_it_when_cleaned(tmp_path: Path, monkeypatch) -> None:
+    """The store fails right after a group's commit, at the move of the generation: the new
+    versions are visible (GroupWriteError counts them) and the generation has not moved; the
+    next clean of the dirty records moves it, so readers that cache by generation see them."""
+    import landmark_rag.store.manifest as manifest_module
+
+    store = open_store(tmp_path / "db")
+    store.add_documents([encode("Alpha beta. Gamma delta.", "a"), encode("Beta one. Beta two.", "b")])
+    before = store.generation()
+    merge = manifest_module.merge_metadata
+
+    def failing(*args: Any, **kwargs: Any) -> None:
+        raise ConnectionError("injected: connection reset by peer")
+
+    monkeypatch.setattr(manifest_module, "merge_metadata", failing)
+    with pytest.raises(GroupWriteError) as info:
+        store.add_documents([encode("Alpha new. Gamma new.", "a", 1), encode("Beta new.", "b", 1)])
+    assert info.value.written == 2
+    assert store.generation() == before
+    assert [s.text for s in store.read_document("a").sentences] == ["Alpha new.", "Gamma new."]
+    monkeypatch.setattr(manifest_module, "merge_metadata", merge)
+    assert sum(store.clean_document(d) for d in ("a", "b")) == 4  # the replaced versions' sentences
+    assert store.generation() != before
+    records = store.documents(include_incomplete=True)
+    assert not any(md.get("dirty") for md in records.values())
+    assert store.count_sentences() == sum(md["n_sentences"] for md in records.values())

@@ -395,14 +395,21 @@ def store_document(store: SentenceStore, stored: StoredDocument) -> int:
     return store.add_document(stored.encoded, metadata=stored.metadata, doc_hash=stored.doc_hash)
 
 
-def store_documents(store: SentenceStore, stored: Sequence[StoredDocument]) -> list[int]:
+def store_documents(
+    store: SentenceStore, stored: Sequence[StoredDocument], on_committed: Callable[[int], None] | None = None
+) -> list[int]:
     """Write documents through the store's manifest protocol, run once for the group where the
     store can (:class:`~landmark_rag.store.protocols.GroupWriter`), else once per document;
-    returns each one's sentences."""
+    returns each one's sentences. ``on_committed(n)``: the first ``n`` are stored."""
     if isinstance(store, GroupWriter):
         return list(store.add_documents([s.encoded for s in stored], metadatas=[s.metadata for s in stored],
-                                        doc_hashes=[s.doc_hash for s in stored]))
-    return [store_document(store, s) for s in stored]
+                                        doc_hashes=[s.doc_hash for s in stored], on_committed=on_committed))
+    out = []
+    for n, s in enumerate(stored, 1):
+        out.append(store_document(store, s))
+        if on_committed is not None:
+            on_committed(n)
+    return out
 
 
 def store_outcome(store: SentenceStore, stored: StoredDocument, done: FileOutcome, errors: Errors = "report") -> FileOutcome:
@@ -434,20 +441,46 @@ def store_outcomes(
     if not batch:
         return
     if not isinstance(store, GroupWriter):
-        for stored, done in batch:
-            yield store_outcome(store, stored, done, errors)
+        yield from _one_by_one(store, batch, errors)
         return
+    committed = 0
+
+    def note(n: int) -> None:
+        nonlocal committed
+        committed = n
+
     try:
-        store_documents(store, [stored for stored, _ in batch])
+        store_documents(store, [stored for stored, _ in batch], on_committed=note)
     except StoreError as exc:
         # the store failed, not a document: the run stops; what was committed is reported
-        yield from (done for _, done in batch[: written_before(exc)])
+        yield from (done for _, done in batch[: max(committed, written_before(exc))])
         raise
-    except Exception:  # noqa: BLE001 - a document the store refuses: found by writing one by one
-        for stored, done in batch:
-            yield store_outcome(store, stored, done, errors)
+    except Exception:  # a document the store refuses: found by writing one by one
+        if committed:  # not a refused document: the failure came after a commit
+            yield from (done for _, done in batch[:committed])
+            raise
+        yield from _one_by_one(store, batch, errors)
         return
+    except BaseException:
+        # Ctrl-C: the documents whose commit went through are written, and counted so
+        yield from (done for _, done in batch[:committed])
+        raise
     yield from (done for _, done in batch)
+
+
+def _one_by_one(
+    store: SentenceStore, batch: Sequence[tuple[StoredDocument, FileOutcome]], errors: Errors
+) -> Iterator[FileOutcome]:
+    """:func:`store_outcome` for each document in turn; a document whose write the store failed
+    only after its commit is written, and is counted before the failure goes on."""
+    for stored, done in batch:
+        try:
+            outcome = store_outcome(store, stored, done, errors)
+        except StoreError as exc:
+            if written_before(exc):
+                yield done
+            raise
+        yield outcome
 
 
 def _storable(encoded: EncodedDocument | Exception) -> TypeGuard[EncodedDocument]:

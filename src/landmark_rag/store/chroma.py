@@ -10,6 +10,7 @@ store, writing documents, and what the manifest says about them.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -189,22 +190,27 @@ class ChromaSentenceStore(SentenceReads):
         metadatas: Sequence[dict[str, Any] | None] | None = None,
         doc_hashes: Sequence[str | None] | None = None,
         store_text: bool = True,
+        on_committed: Callable[[int], None] | None = None,
     ) -> list[int]:
         """Insert or replace several documents, the manifest's protocol run once per group
         instead of once per document; returns each document's number of sentences.
 
         Equal to :meth:`add_document` for each document in turn (``metadatas[i]`` and
-        ``doc_hashes[i]`` go with ``documents[i]``), at a cost per group: each protocol step
-        is one Chroma call for the whole group, where one document at a time pays about eight
-        calls per document. Every document is checked before anything is written (a
-        ``ValueError`` names the first that fails). Groups keep to the client's batch size, and a ``doc_id`` given twice starts
-        a new group at its second write, so the later one wins as in sequential writes.
+        ``doc_hashes[i]`` go with ``documents[i]``), at a cost per group: about eight Chroma
+        calls for the whole group, where one document at a time pays about eight calls per
+        document. Every document is checked before anything is written, its vectors against
+        its sentences and against the other documents' width (a ``ValueError`` names the first
+        that fails). Groups keep to the client's batch size, and a ``doc_id`` given twice
+        starts a new group at its second write, so the later one wins as in sequential writes.
 
         Each document is atomic as with :meth:`add_document`: a reader sees its previous or
         its new complete version. A store failure raises :class:`StoreError`; if groups before
         the failing one (or the failing one itself, when it failed after its commit) were
         written, :class:`~landmark_rag.store.manifest.GroupWriteError`, whose ``written`` says
         how many of the first documents are stored in their new version.
+        ``on_committed(n)`` is called as each group is committed, ``n`` the number of the first
+        documents then stored in their new version: what a caller counts as written when
+        something else (Ctrl-C) stops the call.
         """
         docs = list(documents)
         mds = list(metadatas) if metadatas is not None else [None] * len(docs)
@@ -217,14 +223,22 @@ class ChromaSentenceStore(SentenceReads):
                 rows.append(_rows(doc, md, h, store_text))
             except ValueError as exc:
                 raise ValueError(f"document {i} ({doc.doc_id!r}): {exc}") from exc
-        # everything a group writes is laid out before its first write: a document that cannot
-        # be written (vectors of another width) fails here, with nothing of the call written
+        # everything the call writes is checked and laid out before its first write: a document
+        # that cannot be written (vectors of another width) fails here, with nothing written
+        widths = [r.vectors.shape[1:] for r in rows if r.texts]
+        for r in rows:
+            if r.texts and r.vectors.shape[1:] != widths[0]:
+                raise ValueError(
+                    f"document {r.doc_id!r} has vectors of width {r.vectors.shape[1:]}, the first document "
+                    f"{widths[0]}: one call writes vectors of one width"
+                )
         groups = [_GroupRows.of(part) for part in _groups(rows, self._io.batch_size())]
         written = 0
         for group in groups:
             try:
                 self._io.fresh()
-                self._manifest.write_many(group.docs, group.write(self._io))
+                on_commit = None if on_committed is None else functools.partial(on_committed, written + len(group.docs))
+                self._manifest.write_many(group.docs, group.write(self._io), on_commit=on_commit)
                 self._io.own_write_done()
             except StoreError as exc:
                 done = written + written_before(exc)
@@ -249,8 +263,10 @@ class ChromaSentenceStore(SentenceReads):
         ``write`` stores the document's sentences itself (e.g. through a framework's vector
         store), each with id ``sentence_id(doc_id, index, version)`` and ``doc_version=version``
         in its metadata. Until it returns and the manifest is committed, readers keep seeing
-        the previous version; if it raises, the previous version stays and the exception
-        propagates (a store failure as :class:`StoreError`).
+        the previous version; if it raises before the commit, the previous version stays and
+        the exception propagates (a store failure as :class:`StoreError`; one after the commit,
+        when the new version is the visible one, as
+        :class:`~landmark_rag.store.manifest.GroupWriteError`).
         """
         self._io.fresh()
         version = self._manifest.write(doc_id, write, n_sentences=n_sentences, doc_hash=doc_hash,

@@ -222,16 +222,21 @@ class Manifest:
         self.write_many([doc], lambda: write(version))
         return version
 
-    def write_many(self, docs: Sequence[DocumentWrite], write: Callable[[], None]) -> None:
+    def write_many(
+        self, docs: Sequence[DocumentWrite], write: Callable[[], None], on_commit: Callable[[], None] | None = None
+    ) -> None:
         """Run the protocol for a group of documents at once around ``write()``, which stores
         the sentences of every one of them (each under its ``DocumentWrite.version``).
 
-        Each step is one Chroma call (announce: two, for records that exist and records that
-        do not) covering the whole group, whatever its size; the caller keeps the group within
-        the client's batch size (``Collections.batch_size``) and gives each ``doc_id`` once
-        (two writes of one document in one group would share its record). A store failure
-        raises :class:`StoreError`; after the commit, :class:`GroupWriteError` (every document
-        of the group was written).
+        Each step takes one to three Chroma calls covering the whole group, whatever its size
+        (reads of the records and of sentences without one; announce: an update of existing
+        records, an upsert of the others; commit; clean: a read, a delete, an update); the
+        caller keeps the group within the client's batch size (``Collections.batch_size``) and
+        gives each ``doc_id`` once (two writes of one document in one group would share its
+        record). ``on_commit()`` is called right after the commit, when readers see every new
+        version: whatever stops the write after it (a store failure, Ctrl-C), the group is
+        written. A store failure raises :class:`StoreError`; after the commit,
+        :class:`GroupWriteError` (every document of the group was written).
         """
         ids = [d.doc_id for d in docs]
         if len(set(ids)) != len(ids):
@@ -245,6 +250,8 @@ class Manifest:
                 write()
                 self._commit(docs, previous)
                 committed = True
+                if on_commit is not None:
+                    on_commit()
                 self._bump()
                 self._clean_written(docs)
         except StoreError as exc:
@@ -283,6 +290,9 @@ class Manifest:
             self._io.delete_sentences(stale)
             if rec.get(DIRTY):
                 self._io.manifest.update(ids=[doc_id], metadatas=[{DIRTY: None}])
+                # the write that left it dirty may have stopped between its commit and its move
+                # of the generation: readers that cache by generation must see the change
+                self._bump()
         return len(stale)
 
     def _announce(self, docs: Sequence[DocumentWrite]) -> dict[str, dict[str, Any] | None]:

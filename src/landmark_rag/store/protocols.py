@@ -113,6 +113,8 @@ class GroupWriter(Protocol):
     def add_documents(
         self, documents: Sequence[EncodedDocument], *, metadatas: Sequence[dict[str, Any] | None] | None = None,
         doc_hashes: Sequence[str | None] | None = None, store_text: bool = True,
+        on_committed: Callable[[int], None] | None = None,
     ) -> list[int]:
-        """Insert or replace each document as ``add_document`` would; returns their sentence counts."""
+        """Insert or replace each document as ``add_document`` would; returns their sentence
+        counts. ``on_committed(n)``: called once the first ``n`` documents are stored."""
         ...
