@@ -40,6 +40,7 @@ from landmark_rag.ingest import (
     FileOutcome,
     FileSet,
     IndexReport,
+    StoreFailedError,
     StoreState,
     find_files,
     finish_unchanged,
@@ -212,6 +213,8 @@ def _run(
             cause = _store_failure(exc)
             if cause is None or cause is exc:
                 raise
+            for outcome in _done_before(cause):
+                progress.add(outcome)
             raise StoreError(str(cause)) from exc
     return report
 
@@ -385,6 +388,13 @@ def _check_dataset(dataset: ray.data.Dataset) -> None:
     repeated = ids[ids.duplicated()].unique().tolist()
     if repeated:
         raise ValueError(f"doc_id must be unique; repeated: {repeated[:5]}{' ...' if len(repeated) > 5 else ''}")
+
+
+def _done_before(failure: StoreError) -> list[FileOutcome]:
+    """What a worker's batch did before its store failed (a Chroma server's writers are the
+    workers): the outcomes of its partial report, committed documents among them, which no
+    outcome row brings back (the batch's rows never arrive)."""
+    return list(failure.report.outcomes) if isinstance(failure, StoreFailedError) else []
 
 
 def _store_failure(exc: BaseException) -> StoreError | None:
