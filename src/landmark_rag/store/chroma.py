@@ -407,10 +407,7 @@ class _GroupRows:
             texts += r.texts
             if r.texts:
                 vectors.append(r.vectors)
-        # one array for the group's upsert
-        widths = {v.shape[1:] for v in vectors}
-        if len(widths) > 1:
-            raise ValueError(f"documents with vectors of different widths in one call: {sorted(widths)}")
+        # one array for the group's upsert (add_documents checked the call has one width)
         stacked = np.concatenate(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
         return cls(docs, ids, stacked, metadatas, texts)
 
