@@ -30,7 +30,7 @@ from landmark_rag.store import ChromaSentenceStore, StoreError
 from landmark_rag.store.client import Collections
 from landmark_rag.store.manifest import DocumentWrite, GroupWriteError, new_version
 from landmark_rag.store.schema import VERSION, sentence_key, sentence_metadata
-from landmark_rag.types import EncodedDocument
+from landmark_rag.types import EncodedDocument, Sentence
 from tests.random_vectors import encode
 
 #: Chroma calls that change a collection; a failure is injected at each of them in turn.
@@ -342,6 +342,78 @@ def test_an_interrupted_adopting_group_is_finished_by_the_next(tmp_path: Path, m
     assert "other" not in reader.documents()
     store.add_documents(new)
     assert reader.read_document("foreign").sentences == new[0].sentences
+    assert store.count_sentences() == len(new[0]) + len(new[1])
+
+
+def test_sentences_whose_record_was_lost_stay_visible_through_an_interrupted_rewrite(tmp_path: Path) -> None:
+    """Sentences this package wrote carry their version; when their record is gone (a manifest
+    lost or pruned by hand) they are still the document, and adopting them must name that
+    version: a rewrite keeps them visible until its commit, one that stops before it leaves
+    them visible (and a clean keeps them), the next one replaces them."""
+    paras = paragraphs()
+    store = open_store(tmp_path / "db")
+    old = encode(paras[1], "lost", 5)
+    store.add_documents([old, encode(paras[0], "kept", 4)])
+    store.manifest.delete(ids=["lost"])
+    reader = reader_of(store)
+    assert reader.read_document("lost").sentences == old.sentences
+    new = encode(paras[2], "lost", 6)
+    calls = Calls()
+    calls.fail_at = 3  # announce, sentences, then the commit
+    views: list[list[Sentence]] = []
+    calls.before_write = lambda step: views.append(reader.read_document("lost").sentences)
+    with calls.patched(), pytest.raises(StoreError):
+        store.add_documents([new])
+    assert views == [old.sentences] * 3
+    assert reader.read_document("lost").sentences == old.sentences
+    record = reader.documents(include_incomplete=True)["lost"]
+    assert record["dirty"] is True and record["n_sentences"] == len(old)
+    assert store.clean_document("lost") == len(new)  # the new version's orphans, not the old version
+    assert reader.read_document("lost").sentences == old.sentences
+    assert store.add_documents([new]) == [len(new)]
+    assert reader.read_document("lost").sentences == new.sentences
+    assert store.count_sentences() == len(new) + len(encode(paras[0], "kept", 4))
+
+
+def test_adopting_sentences_of_several_versions_keeps_the_largest_set(tmp_path: Path, caplog) -> None:
+    """Without a record, sentences of two versions (and unversioned ones of two hashes) cannot
+    all stay visible under one record: the largest set does, with a warning, and the rewrite
+    replaces all of them."""
+    paras = paragraphs()
+    store = open_store(tmp_path / "db")
+    big, small = encode(paras[1] + " " + paras[7], "mixed", 5), encode(paras[3], "mixed", 6)
+    assert len(big) > len(small)
+    for doc, version in ((big, "vbig"), (small, "vsmall")):
+        store.collection.upsert(
+            ids=[f"mixed:{s.index}@{version}" for s in doc.sentences],
+            embeddings=doc.embeddings,
+            metadatas=[{**sentence_metadata(s), VERSION: version, "doc_hash": version} for s in doc.sentences],
+            documents=[s.text for s in doc.sentences],
+        )
+    plain = encode(paras[4], "plain", 7)
+    store.collection.upsert(  # one hash on some sentences, none on the others: one set
+        ids=[f"plain:{s.index}" for s in plain.sentences],
+        embeddings=plain.embeddings,
+        metadatas=[{**sentence_metadata(s), **({"doc_hash": "h"} if s.index % 2 else {})} for s in plain.sentences],
+        documents=[s.text for s in plain.sentences],
+    )
+    reader = reader_of(store)
+    calls = Calls()
+    calls.fail_at = 3
+    with calls.patched(), pytest.raises(StoreError), caplog.at_level("WARNING", "landmark_rag.store.manifest"):
+        store.add_documents([encode(paras[2], "mixed", 8), encode(paras[5], "plain", 9)])
+    warned = (
+        f"document 'mixed' has sentences of several versions and no manifest record; the {len(big)} of 'vbig' "
+        f"stay visible until it is rewritten, the other {len(small)} do not"
+    )
+    assert [r.getMessage() for r in caplog.records if "several versions" in r.getMessage()] == [warned]
+    assert reader.read_document("mixed").sentences == big.sentences
+    assert reader.read_document("plain").sentences == plain.sentences
+    records = reader.documents(include_incomplete=True)
+    assert records["mixed"]["n_sentences"] == len(big) and records["plain"]["n_sentences"] == len(plain)
+    new = [encode(paras[2], "mixed", 8), encode(paras[5], "plain", 9)]
+    store.add_documents(new)
+    assert [reader.read_document(d).sentences for d in ("mixed", "plain")] == [d.sentences for d in new]
     assert store.count_sentences() == len(new[0]) + len(new[1])
 
 

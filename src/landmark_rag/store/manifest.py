@@ -37,7 +37,9 @@ that document or by :meth:`Manifest.clean`.
 
 from __future__ import annotations
 
+import logging
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,6 +59,8 @@ from landmark_rag.store.schema import (
     flat_metadata,
 )
 from landmark_rag.types import Hit
+
+logger = logging.getLogger(__name__)
 
 
 def is_visible(metadata: Mapping[str, Any], record: Mapping[str, Any] | None) -> bool:
@@ -324,29 +328,28 @@ class Manifest:
         return previous
 
     def _adopt(self, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """Manifest records for sentences written without one (another tool, an older version),
-        read in one call for every id of ``doc_ids`` that has sentences; not written here
-        (:meth:`_announce` writes them with the group's other new records).
+        """Manifest records for sentences written without one (another tool, an older version,
+        a store whose record was lost), read in one call for every id of ``doc_ids`` that has
+        sentences; not written here (:meth:`_announce` writes them with the group's other new
+        records).
 
         They count as the document's complete previous version, so they stay visible while
-        the new version is written (a ``writing`` record would hide them).
+        the new version is written and after a write that stops before its commit (a
+        ``writing`` record would hide them). The record names what the sentences carry: their
+        ``doc_version`` where they have one (sentences this package wrote, whose record is
+        gone), else their ``doc_hash``. Sentences of several versions or hashes cannot all be
+        named by one record: the largest set is kept visible (:func:`_adopted_as`) and the
+        others, which the rewrite replaces anyway, are hidden from then on.
         """
         if self._io.manifest is None:  # the caller checks first: a store without a manifest has no records to adopt
             raise RuntimeError("adopting sentences into the manifest needs a store with a manifest")
         if not doc_ids:
             return {}
         got = self._io.collection.get(where=_of_documents(doc_ids), include=["metadatas"])
-        first: dict[str, dict[str, Any]] = {}
-        counts: dict[str, int] = {}
+        found: dict[str, list[dict[str, Any]]] = {}
         for md in got["metadatas"]:
-            doc_id = str((md or {}).get(DOC_ID))
-            first.setdefault(doc_id, dict(md or {}))
-            counts[doc_id] = counts.get(doc_id, 0) + 1
-        return {
-            doc_id: {DOC_HASH: str(first[doc_id].get(DOC_HASH, "")), STATE: COMPLETE, N_SENTENCES: counts[doc_id],
-                     DIRTY: True}
-            for doc_id in doc_ids if doc_id in counts
-        }
+            found.setdefault(str((md or {}).get(DOC_ID)), []).append(dict(md or {}))
+        return {doc_id: _adopted_as(doc_id, found[doc_id]) for doc_id in doc_ids if doc_id in found}
 
     def _commit(self, docs: Sequence[DocumentWrite], previous: Mapping[str, dict[str, Any] | None]) -> None:
         """Step 3 for a group: one upsert makes each document's new version the visible one
@@ -388,6 +391,30 @@ class Manifest:
         """Move :meth:`generation` on: after a commit (step 3) and after a delete."""
         if self._io.manifest is not None:
             merge_metadata(self._io.manifest, {GENERATION_KEY: uuid.uuid4().hex})
+
+
+def _adopted_as(doc_id: str, metadatas: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The record adopting one document's sentences (``metadatas``, non-empty): complete,
+    dirty, naming the version the most of them carry (for sentences without versions, the
+    hash; one without a hash goes with any), so that exactly those stay what readers see
+    (:func:`is_current`)."""
+    versions = Counter(str(md[VERSION]) for md in metadatas if md.get(VERSION))
+    hashes = Counter(md.get(DOC_HASH) for md in metadatas if not md.get(VERSION))
+    loose = hashes.pop(None, 0)
+    named: list[tuple[int, str, dict[str, Any]]] = [(n, v, {VERSION: v}) for v, n in versions.items()]
+    named += [(n + loose, str(h), {DOC_HASH: str(h)}) for h, n in hashes.items()]
+    if loose and not hashes:
+        named.append((loose, "", {DOC_HASH: ""}))
+    # the largest set; among equals the one sorting first, so that any writer adopts alike
+    count, name, record = min(named, key=lambda c: (-c[0], c[1]))
+    if count < len(metadatas):
+        logger.warning(
+            "document %r has sentences of several versions and no manifest record; the %d of %r stay "
+            "visible until it is rewritten, the other %d do not", doc_id, count, name, len(metadatas) - count,
+        )
+    if VERSION in record:
+        record[DOC_HASH] = str(next((md.get(DOC_HASH) for md in metadatas if md.get(VERSION) == name), None) or "")
+    return {**record, STATE: COMPLETE, N_SENTENCES: count, DIRTY: True}
 
 
 def _of_documents(doc_ids: Sequence[str]) -> dict[str, Any]:
