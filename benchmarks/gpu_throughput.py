@@ -245,6 +245,9 @@ def main(argv: list[str] | None = None) -> dict:
                          "(131,072 by default), the call cut into one group per worker or more")
     ap.add_argument("--switch-interval", default="",
                     help="comma list of seconds: the default again with sys.setswitchinterval at each")
+    ap.add_argument("--separate-groups", action="store_true",
+                    help="also time the default with every prepared group run as its own passes (on an "
+                         "accelerator the default joins groups prepared together into one pass)")
     ap.add_argument("--compiled", action="store_true",
                     help="also time the default with torch.compile (compiling takes a minute or more)")
     ap.add_argument("--json", type=Path, default=None)
@@ -322,6 +325,19 @@ def main(argv: list[str] | None = None) -> dict:
                 best_time(lambda: full.encode_documents(texts), args.rounds, device),
                 f"{auto} preparation workers, one group per worker or more")
         encoder_module._TASK_CHARS, encoder_module._TASKS_PER_WORKER = kept, kept_per
+    if args.separate_groups:
+        # the default joins the groups workers have ready together into one pass
+        # (``encoder._take_ready``); here each group goes alone, as before that
+        from landmark_rag.encode import encoder as encoder_module
+
+        workers_ready(full, auto)
+        kept_take = encoder_module._take_ready
+        encoder_module._take_ready = lambda *a: None
+        try:
+            add("landmark default, each prepared group its own passes",
+                best_time(lambda: full.encode_documents(texts), args.rounds, device), f"{auto} preparation workers")
+        finally:
+            encoder_module._take_ready = kept_take
     if cuda and "e2e" not in skip:
         # which attention kernels SDPA may pick moves the forward's cost per batch shape
         workers_ready(full, auto)

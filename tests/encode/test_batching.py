@@ -10,7 +10,7 @@ import pickle
 import numpy as np
 import pytest
 
-from landmark_rag.encode.batching import batch_jobs, pack_arrays, span_tokens
+from landmark_rag.encode.batching import batch_jobs, coalesce, concat_batches, pack_arrays, span_tokens
 from landmark_rag.encode.layout import Job
 
 
@@ -101,3 +101,54 @@ def test_a_portable_layout_lays_out_the_same_jobs_without_its_tokenizer(tiny_enc
                     portable.document_jobs(portable.cap_ids(empty)), strict=True):
         np.testing.assert_array_equal(a.ids, b.ids)
         np.testing.assert_array_equal(a.sentences, b.sentences)
+
+
+def _arrays_equal(a, b) -> None:
+    for field in a._fields:
+        x, y = getattr(a, field), getattr(b, field)
+        assert (x is None) == (y is None), field
+        if x is not None:
+            np.testing.assert_array_equal(x, y, err_msg=field)
+
+
+@pytest.mark.parametrize("mean", [False, True])
+def test_joined_batches_are_the_batch_of_all_their_jobs(tiny_encoder, mean) -> None:
+    """Batches of different widths joined (``concat_batches``) equal one batch packed from all
+    their jobs in order: ids re-padded, rows, pooled sentences and mean pooling's token index
+    moved along."""
+    enc = tiny_encoder(max_length=48)
+    jobs = _layout_jobs(enc, TEXTS)
+    batches = batch_jobs(jobs, 5, None)
+    assert len({max(len(j.ids) for j in b) for b in batches}) > 1  # widths differ
+    parts = [pack_arrays(b, enc.pad_id, mean) for b in batches]
+    _arrays_equal(concat_batches(parts, enc.pad_id), pack_arrays([j for b in batches for j in b], enc.pad_id, mean))
+    with pytest.raises(ValueError, match="token index"):
+        concat_batches([pack_arrays(batches[0], enc.pad_id, True), pack_arrays(batches[1], enc.pad_id, False)], 0)
+
+
+def test_coalesced_groups_number_their_documents_on_and_keep_the_budget(tiny_encoder) -> None:
+    """Groups of documents joined (``coalesce``): each group's documents numbered after the
+    groups before it (an empty document, which has no window, still counts), consecutive
+    batches joined while their padded tokens stay within the budget, every window once."""
+    enc = tiny_encoder(max_length=48)
+    groups = []
+    for texts in (TEXTS[:2], ["", TEXTS[2]], [TEXTS[1], ""]):
+        jobs = _layout_jobs(enc, texts)
+        groups.append(([pack_arrays(b, enc.pad_id, True) for b in batch_jobs(jobs, 8, None)], len(texts)))
+
+    def rows(batches, offset=0):
+        return [(int(d) + offset, ids[:n].tolist()) for b in batches for d, ids, n in zip(b.docs, b.ids, b.lengths, strict=True)]
+
+    expected = [r for g, (batches, _) in enumerate(groups) for r in rows(batches, sum(n for _, n in groups[:g]))]
+    assert sorted({d for d, _ in expected}) == [0, 1, 3, 4]  # documents 2 and 5 are empty
+    for budget in (1, 48 * 10, 48 * 40, 1 << 20):
+        out = coalesce(groups, budget, enc.pad_id)
+        assert rows(out) == expected
+        alone = {b.ids.shape for bs, _ in groups for b in bs}
+        assert all(b.ids.size <= budget or b.ids.shape in alone for b in out)  # joined only within it
+        for b in out:
+            np.testing.assert_array_equal(b.spans, span_tokens(b.gather[0], b.gather[1], b.gather[2], b.ids.shape[1]))
+        if budget == 1:
+            assert len(out) == sum(len(b) for b, _ in groups)  # nothing fits: as they came
+        if budget == 1 << 20:
+            assert len(out) == 1

@@ -105,6 +105,66 @@ def pack_arrays(jobs: Sequence[Job], pad_id: int, mean: bool = False) -> BatchAr
     return BatchArrays(ids, lengths, gather, docs, sentences, spans)
 
 
+def coalesce(
+    groups: Sequence[tuple[Sequence[BatchArrays], int]], batch_tokens: int, pad_id: int
+) -> list[BatchArrays]:
+    """The batches of several consecutive groups of documents (each: its batches, its number
+    of documents) as the batches of one group: each group's document numbers moved past the
+    groups before it, and consecutive batches
+    joined while their rows at the widest one's width stay within ``batch_tokens``.
+
+    Why: on an accelerator every batch is one forward pass launched from the calling thread,
+    and a pass costs that thread about as much for a few windows as for thousands; groups that
+    a pool of workers prepared small (so that every worker gets some) are best run as few large
+    passes once they are ready together."""
+    out: list[BatchArrays] = []
+    docs = 0
+    for group, count in groups:
+        for batch in group:
+            moved = batch._replace(docs=batch.docs + docs)
+            last = out[-1] if out else None
+            width = max(moved.ids.shape[1], last.ids.shape[1]) if last is not None else 0
+            if last is not None and (len(last.lengths) + len(moved.lengths)) * width <= batch_tokens:
+                out[-1] = concat_batches([last, moved], pad_id)
+            else:
+                out.append(moved)
+        docs += count  # not read from the batches: a document without text has no window
+    return out
+
+
+def concat_batches(batches: Sequence[BatchArrays], pad_id: int) -> BatchArrays:
+    """Padded batches as one, rows in the order given, padded to the widest: what
+    :func:`pack_arrays` gives for all their jobs in that order (mean pooling's token index
+    included), without unpadding them again."""
+    width = max(b.ids.shape[1] for b in batches)
+    rows = [len(b.lengths) for b in batches]
+    row_at = np.cumsum([0, *rows])
+    pooled_at = np.cumsum([0, *(b.gather.shape[1] for b in batches)])
+    ids = np.full((int(row_at[-1]), width), pad_id, dtype=np.int64)
+    for b, r in zip(batches, row_at[:-1], strict=False):
+        ids[r : r + len(b.lengths), : b.ids.shape[1]] = b.ids
+    gather = np.concatenate([b.gather + np.array([[r], [0], [0]]) for b, r in zip(batches, row_at, strict=False)], axis=1)
+    spans = None
+    if batches[0].spans is not None:
+        if any(b.spans is None for b in batches):
+            raise ValueError("batches to join must all carry mean pooling's token index, or none")
+        parts = []
+        for b, r, p in zip(batches, row_at, pooled_at, strict=False):
+            index = b.spans
+            assert index is not None  # checked above
+            row, col = np.divmod(index[1], b.ids.shape[1])
+            parts.append(np.stack([index[0] + p, (row + r) * width + col]))
+        spans = np.concatenate(parts, axis=1)
+    return BatchArrays(
+        ids,
+        np.concatenate([b.lengths for b in batches]),
+        gather,
+        np.concatenate([b.docs for b in batches]),
+        np.concatenate([b.sentences for b in batches]),
+        spans,
+    )
+
+
 def span_tokens(rows: np.ndarray, starts: np.ndarray, ends: np.ndarray, width: int) -> np.ndarray:
     """The token positions mean pooling sums: int64 ``[2, tokens]``, per token of every span
     ``[starts[k], ends[k])`` of batch row ``rows[k]``, its span ``k`` and its position in the

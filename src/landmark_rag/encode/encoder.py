@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from landmark_rag.encode.batching import BatchArrays, batch_jobs, pack_arrays, plan_batches
+from landmark_rag.encode.batching import BatchArrays, batch_jobs, coalesce, pack_arrays, plan_batches
 from landmark_rag.encode.config import LandmarkConfig, Pooling
 from landmark_rag.encode.layout import Job, Layout, token_id
 from landmark_rag.encode.models.fingerprint import weights_fingerprint
@@ -422,31 +422,57 @@ class LandmarkEncoder:
             chunk, future = pending.popleft()
             if future is not None:
                 try:
-                    return [self._plan_from_arrays(chunk, *future.result())]
+                    ready = [(chunk, *future.result())]
                 except prepare_process.WorkerGone as exc:  # nothing lost: this group is prepared here
                     if not warned:
                         logger.warning("%s; preparing its documents here", exc)
                         warned = True
+                else:
+                    if self._deferred and batch_tokens:
+                        _take_ready(ready, pending, batch_tokens)
+                    return [self._plan_from_ready(ready, batch_tokens)]
             docs = self._prepare(chunk, None)
             return [self._plan_group(g, t, batch_size, batch_tokens) for g, t in _groups(docs, _GROUP_TOKENS)]
 
+        def submit(chunk: list[_Input]) -> Future[Any] | None:
+            """``chunk`` handed to the least busy worker that is ready (``None``: prepared here)."""
+            if not all(isinstance(text, str) for text, _, _ in chunk):
+                return None
+            ready = [(w.pending, i, w, key) for i, w in enumerate(workers) if (key := w.tokenizer_key(tt))]
+            if not ready:
+                return None
+            _, _, worker, key = min(ready, key=lambda r: (r[0], r[1]))
+            # a subclass of str (the caller's own) would not unpickle there
+            texts = [text if type(text) is str else str.__str__(text) for text, _, _ in chunk]
+            return worker.submit(prepare_process.TASK, key, texts, layout, batch_size, batch_tokens)
+
         per_task = _chars(inputs) // (_TASKS_PER_WORKER * len(workers))
-        for chunk in _chunks(inputs, min(_TASK_CHARS, max(_MIN_TASK_CHARS, per_task))):
-            future = None
-            if all(isinstance(text, str) for text, _, _ in chunk):
-                ready = [(w.pending, i, w, key) for i, w in enumerate(workers) if (key := w.tokenizer_key(tt))]
-                if ready:
-                    _, _, worker, key = min(ready, key=lambda r: (r[0], r[1]))
-                    # a subclass of str (the caller's own) would not unpickle there
-                    texts = [text if type(text) is str else str.__str__(text) for text, _, _ in chunk]
-                    future = worker.submit(prepare_process.TASK, key, texts, layout, batch_size, batch_tokens)
-            pending.append((chunk, future))
+        chunks = _chunks(inputs, min(_TASK_CHARS, max(_MIN_TASK_CHARS, per_task)))
+
+        def top_up() -> None:
             # a chunk prepared here is prepared when its turn comes, not queued behind others:
             # the chunks after it then look again for a worker that has come up meanwhile
-            while pending and (len(pending) > _PREPARE_AHEAD * len(workers) or future is None):
-                yield from receive()
+            while len(pending) <= _PREPARE_AHEAD * len(workers) and not (pending and pending[-1][1] is None):
+                chunk = next(chunks, None)
+                if chunk is None:
+                    return
+                pending.append((chunk, submit(chunk)))
+
+        top_up()
         while pending:
-            yield from receive()
+            plans = receive()
+            top_up()  # before the group goes on: the workers keep their share while it runs
+            yield from plans
+
+    def _plan_from_ready(self, ready: list[_Prepared], batch_tokens: int | None) -> _GroupPlan:
+        """One group from the consecutive groups workers prepared (:func:`_take_ready`), their
+        batches joined up to ``batch_tokens`` (``batching.coalesce``): fewer, larger passes."""
+        if len(ready) == 1 or not batch_tokens:
+            return self._plan_from_arrays(*ready[0])
+        batches = coalesce([(b, len(chunk)) for chunk, _, _, b in ready], batch_tokens, self.pad_id)
+        chunk = [doc for c, _, _, _ in ready for doc in c]
+        docs = [doc for _, d, _, _ in ready for doc in d]
+        return self._plan_from_arrays(chunk, docs, sum(laid for _, _, laid, _ in ready), batches)
 
     def _plan_from_arrays(
         self, chunk: list[_Input], docs: list[tuple[np.ndarray, int]], laid: int, batches: list[BatchArrays]
@@ -703,6 +729,38 @@ class LandmarkEncoder:
 
 #: A document as ``encode_documents`` is given it: text, id, its own sentences (or ``None``).
 _Input = tuple[str, str | None, Sequence[Sentence] | None]
+
+
+#: A group as a preparation worker hands it back: its documents, then what
+#: ``runtime.process.TASK`` returns for them (each one's sentence spans and token count, the
+#: group's laid-out tokens, its padded batches).
+_Prepared = tuple[list[_Input], list[tuple[np.ndarray, int]], int, list[BatchArrays]]
+
+
+def _take_ready(
+    ready: list[_Prepared], pending: deque[tuple[list[_Input], Future[Any] | None]], batch_tokens: int
+) -> None:
+    """Move onto ``ready`` the groups at the head of ``pending`` that workers have already
+    prepared, while all of them together stay within ``batch_tokens`` padded tokens.
+
+    Only groups already done are taken, so nothing waits for them: when the device side is the
+    slower one, groups pile up prepared and are launched as one pass; when the workers are,
+    each group goes alone as soon as it is ready."""
+    size = sum(_padded(b) for _, _, _, batches in ready for b in batches)
+    while pending:
+        chunk, future = pending[0]
+        if future is None or not future.done() or future.cancelled() or future.exception() is not None:
+            return
+        docs, laid, batches = future.result()
+        size += sum(_padded(b) for b in batches)
+        if size > batch_tokens:
+            return
+        pending.popleft()
+        ready.append((chunk, docs, laid, batches))
+
+
+def _padded(batch: BatchArrays) -> int:
+    return int(batch.ids.shape[0] * batch.ids.shape[1])
 
 
 def _chunks(docs: Iterable[_Input], max_chars: int | None = None) -> Iterator[list[_Input]]:
