@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # What would lift the default past the thread that launches its forward passes (needs setup.sh
-# first): in one call, the default (groups prepared together joined into one pass) beside each
-# group run alone, larger groups (fewer, larger passes), a shorter
+# first). Two benchmark runs and a trace: the default (groups prepared together joined into one
+# pass) beside each group run alone, groups of 512k characters (fewer, larger passes) and
+# sentence-transformers per sentence (for the ratio); then the default beside a shorter
 # interpreter switch interval (the launching thread shares the lock with the one receiving
-# prepared groups) and torch.compile, then a device trace of one default call.
+# prepared groups) and torch.compile; then a device trace of one default call.
 #
 #   bash scripts/gpu/launch_bound.sh          # about 6 minutes on an H100 after setup
 set -uo pipefail

@@ -287,17 +287,21 @@ def test_cli_ray_store_failure_stops_with_one_line(ray_session, corpus: Path, tm
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("error: store failed while writing document")
-    assert "ConnectionError: injected" in lines[0] and "1 document(s) were written before the failure" in lines[0]
+    # how many were written depends on how Ray hands the rows back (one batch of one document
+    # first, or of two, written as one group with one upsert): the count must be the store's
+    written = re.search(r"(\d+) document\(s\) were written before the failure", lines[0])
+    assert "ConnectionError: injected" in lines[0] and written is not None, lines[0]
     store = ChromaSentenceStore.open(db, create=False)
-    assert len(store.documents()) == 1  # the failed document is not visible: nothing half-written
+    assert 1 <= int(written[1]) < 3
+    assert len(store.documents()) == int(written[1])  # the failed ones are not visible: nothing half-written
 
     again = RUNNER.invoke(app, args)
     assert again.exit_code == 0, again.output
     # the documents of the group that failed were announced (hidden "writing" records), so they
     # come back "updated"; one that no group had reached would come back "new"
     done = re.search(r"indexed\s+(\d+) new, (\d+) updated", again.stdout)
-    assert done is not None and int(done[1]) + int(done[2]) == 2 and int(done[2]) >= 1, again.stdout
-    assert "unchanged  1" in again.stdout
+    assert done is not None and int(done[1]) + int(done[2]) == 3 - int(written[1]) and int(done[2]) >= 1, again.stdout
+    assert f"unchanged  {written[1]}" in again.stdout
     records = store.documents(include_incomplete=True)
     assert len(records) == 3 and not any(r.get("dirty") for r in records.values())
     assert store.count_sentences() == sum(r["n_sentences"] for r in records.values())

@@ -28,6 +28,7 @@ from reliability.faultkit import paragraphs, visible_state
 
 from landmark_rag.store import ChromaSentenceStore, StoreError
 from landmark_rag.store.client import Collections
+from landmark_rag.store.lexical import StoreLexicalIndex
 from landmark_rag.store.manifest import DocumentWrite, GroupWriteError, new_version
 from landmark_rag.store.schema import VERSION, sentence_key, sentence_metadata
 from landmark_rag.types import EncodedDocument, Sentence
@@ -376,9 +377,10 @@ def test_sentences_whose_record_was_lost_stay_visible_through_an_interrupted_rew
 
 
 def test_adopting_sentences_of_several_versions_keeps_the_largest_set(tmp_path: Path, caplog) -> None:
-    """Without a record, sentences of two versions (and unversioned ones of two hashes) cannot
-    all stay visible under one record: the largest set does, with a warning, and the rewrite
-    replaces all of them."""
+    """Without a record, sentences of two versions cannot all stay visible under one record:
+    the largest set does, with a warning, and the rewrite replaces all of them. Sentences with
+    a hash and without one are one set (one with no hash belongs to any); a version stored as a
+    number is named as it is. The lexical index holds exactly what readers see."""
     paras = paragraphs()
     store = open_store(tmp_path / "db")
     big, small = encode(paras[1] + " " + paras[7], "mixed", 5), encode(paras[3], "mixed", 6)
@@ -390,31 +392,69 @@ def test_adopting_sentences_of_several_versions_keeps_the_largest_set(tmp_path: 
             metadatas=[{**sentence_metadata(s), VERSION: version, "doc_hash": version} for s in doc.sentences],
             documents=[s.text for s in doc.sentences],
         )
-    plain = encode(paras[4], "plain", 7)
-    store.collection.upsert(  # one hash on some sentences, none on the others: one set
+    plain, numbered = encode(paras[4], "plain", 7), encode(paras[6], "numbered", 3)
+    store.collection.upsert(
         ids=[f"plain:{s.index}" for s in plain.sentences],
         embeddings=plain.embeddings,
         metadatas=[{**sentence_metadata(s), **({"doc_hash": "h"} if s.index % 2 else {})} for s in plain.sentences],
         documents=[s.text for s in plain.sentences],
     )
+    store.collection.upsert(
+        ids=[f"numbered:{s.index}" for s in numbered.sentences],
+        embeddings=numbered.embeddings,
+        metadatas=[{**sentence_metadata(s), VERSION: 7, "doc_hash": "n"} for s in numbered.sentences],
+        documents=[s.text for s in numbered.sentences],
+    )
     reader = reader_of(store)
+    new = [encode(paras[2], "mixed", 8), encode(paras[5], "plain", 9), encode(paras[0], "numbered", 10)]
     calls = Calls()
     calls.fail_at = 3
     with calls.patched(), pytest.raises(StoreError), caplog.at_level("WARNING", "landmark_rag.store.manifest"):
-        store.add_documents([encode(paras[2], "mixed", 8), encode(paras[5], "plain", 9)])
+        store.add_documents(new)
     warned = (
         f"document 'mixed' has sentences of several versions and no manifest record; the {len(big)} of 'vbig' "
-        f"stay visible until it is rewritten, the other {len(small)} do not"
+        f"stay visible until it is rewritten, the other {len(small)} are hidden and go with its next clean or write"
     )
     assert [r.getMessage() for r in caplog.records if "several versions" in r.getMessage()] == [warned]
-    assert reader.read_document("mixed").sentences == big.sentences
-    assert reader.read_document("plain").sentences == plain.sentences
+    old = {"mixed": big, "plain": plain, "numbered": numbered}
+    assert {d: reader.read_document(d).sentences for d in old} == {d: doc.sentences for d, doc in old.items()}
     records = reader.documents(include_incomplete=True)
-    assert records["mixed"]["n_sentences"] == len(big) and records["plain"]["n_sentences"] == len(plain)
-    new = [encode(paras[2], "mixed", 8), encode(paras[5], "plain", 9)]
+    assert {d: records[d]["n_sentences"] for d in old} == {d: len(doc) for d, doc in old.items()}
+    lexical = StoreLexicalIndex(reader, cache_dir=False).sync(force=True)
+    assert {d: len(lexical.docs[d].ids) for d in old} == {d: len(doc) for d, doc in old.items()}
+    assert store.clean_document("numbered") == len(new[2])  # the interrupted write's, not the adopted ones
+    assert reader.read_document("numbered").sentences == numbered.sentences
     store.add_documents(new)
-    assert [reader.read_document(d).sentences for d in ("mixed", "plain")] == [d.sentences for d in new]
-    assert store.count_sentences() == len(new[0]) + len(new[1])
+    assert [reader.read_document(d).sentences for d in old] == [d.sentences for d in new]
+    assert store.count_sentences() == sum(len(d) for d in new)
+
+
+def test_sentences_no_record_can_name_are_hidden_with_a_warning(tmp_path: Path, caplog) -> None:
+    """An empty ``doc_version`` reads as none, so no record can name such sentences: adopting
+    them hides them, with a warning, and the rewrite replaces them (nothing else is touched)."""
+    paras = paragraphs()
+    store = open_store(tmp_path / "db")
+    kept, odd = encode(paras[0], "kept", 1), encode(paras[1], "odd", 2)
+    store.add_documents([kept])
+    store.collection.upsert(
+        ids=[f"odd:{s.index}" for s in odd.sentences],
+        embeddings=odd.embeddings,
+        metadatas=[{**sentence_metadata(s), VERSION: ""} for s in odd.sentences],
+        documents=[s.text for s in odd.sentences],
+    )
+    calls = Calls()
+    calls.fail_at = 3
+    with calls.patched(), pytest.raises(StoreError), caplog.at_level("WARNING", "landmark_rag.store.manifest"):
+        store.add_documents([encode(paras[2], "odd", 3)])
+    assert any("empty doc_version" in r.getMessage() for r in caplog.records)
+    reader = reader_of(store)
+    assert reader.read_document("odd").sentences == []
+    assert reader.documents(include_incomplete=True)["odd"]["n_sentences"] == 0
+    new = encode(paras[2], "odd", 3)
+    store.add_documents([new])
+    assert reader.read_document("odd").sentences == new.sentences
+    assert reader.read_document("kept").sentences == kept.sentences
+    assert store.count_sentences() == len(kept) + len(new)
 
 
 # ---------------------------------------------------------------------------- duplicates

@@ -36,7 +36,7 @@ import json
 import os
 import threading
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -44,7 +44,7 @@ from landmark_rag.store.analyzer import ANALYZER_VERSION, language_name, make_an
 from landmark_rag.store.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index, check_parameters, ranked_rows
 from landmark_rag.store.lexical_cache import FORMAT, LEXICAL_DIR, DocTerms, LexicalCache, Snapshot, cache_folder
 from landmark_rag.store.manifest import is_complete, version_key
-from landmark_rag.store.schema import DOC_ID, INDEX, N_SENTENCES, sentence_id
+from landmark_rag.store.schema import DOC_HASH, DOC_ID, INDEX, N_SENTENCES, VERSION, sentence_id
 from landmark_rag.types import Hit
 
 _SCANNED = "scan:"  # key prefix of documents without a manifest record
@@ -128,7 +128,7 @@ class StoreLexicalIndex:
             wanted = self._wanted()
             old = snap.docs if snap is not None else {}
             vocab = dict(snap.vocab) if snap is not None else {}
-            docs = {d: doc for d, doc in old.items() if d in wanted and doc.key == wanted[d][0]}
+            docs = {d: doc for d, doc in old.items() if d in wanted and doc.key == wanted[d].key}
             todo = [d for d in wanted if d not in docs]
             if todo or len(docs) != len(old) or snap is None:
                 docs.update(self._read(todo, wanted, vocab))
@@ -140,29 +140,31 @@ class StoreLexicalIndex:
             self._snap = snap
             return snap
 
-    def _wanted(self) -> dict[str, tuple[str, int | None]]:
-        """Documents the index should hold: ``doc_id -> (key, expected number of sentences)``.
+    def _wanted(self) -> dict[str, _Wanted]:
+        """Documents the index should hold: ``doc_id -> (key, expected number of sentences,
+        whether the key is a hash)``.
 
-        The key is the committed ``doc_version`` (records written before versions existed:
-        the ``doc_hash``); only the sentences of that version are indexed.
+        The key is the committed ``doc_version`` (records written before versions existed,
+        and sentences adopted without one: the ``doc_hash``); only the sentences of that
+        version are indexed.
         """
         manifest_docs = self.store.documents(include_incomplete=True)
         wanted = {
-            d: (version_key(md), int(md[N_SENTENCES]) if N_SENTENCES in md else None)
+            d: _Wanted(version_key(md), int(md[N_SENTENCES]) if N_SENTENCES in md else None, not md.get(VERSION))
             for d, md in manifest_docs.items()
             if is_complete(md)
         }
-        expected = sum(n or 0 for _, n in wanted.values())
+        expected = sum(w.sentences or 0 for w in wanted.values())
         writing = len(wanted) != len(manifest_docs)
         if not self.store.has_manifest or (not writing and self.store.count_sentences() != expected):
             # sentences written without a manifest (e.g. LlamaIndex's ChromaVectorStore): read
             # their metadata once and key each such document by a hash of its records
             for d, key in _scan_foreign(self.store.scan(), set(manifest_docs)).items():
-                wanted[d] = (_SCANNED + key, None)
+                wanted[d] = _Wanted(_SCANNED + key, None, False)
         return wanted
 
     def _read(
-        self, doc_ids: Sequence[str], wanted: dict[str, tuple[str, int | None]], vocab: dict[str, int]
+        self, doc_ids: Sequence[str], wanted: dict[str, _Wanted], vocab: dict[str, int]
     ) -> dict[str, DocTerms]:
         """Read and analyse the sentences of ``doc_ids`` from the store."""
         out: dict[str, DocTerms] = {}
@@ -179,16 +181,18 @@ class StoreLexicalIndex:
                 d = str(md.get(DOC_ID))
                 if d not in per:
                     continue
-                key = wanted[d][0]
+                key = wanted[d].key
                 if not key.startswith(_SCANNED):
                     # only the committed version (a replace in progress stores two): the
-                    # store's visibility rule, see store/manifest.py
-                    if version_key(md) != key:
+                    # store's visibility rule (store/manifest.py ``is_current``), under which a
+                    # sentence without version or hash belongs to a record that names a hash
+                    loose = wanted[d].by_hash and VERSION not in md and DOC_HASH not in md
+                    if version_key(md) != key and not loose:
                         continue
                     sid = sentence_id(d, int(md.get(INDEX, 0)))  # versioned record id -> sentence key
                 per[d].append((int(md.get(INDEX, 0)), sid, text or ""))
             for d, sents in per.items():
-                key = wanted[d][0]
+                key = wanted[d].key
                 sents.sort()
                 rows = [[vocab.setdefault(t, len(vocab)) for t in self.analyze(text)] for _, _, text in sents]
                 out[d] = DocTerms(
@@ -273,6 +277,14 @@ class StoreLexicalIndex:
         doc = snap.docs.get(str(hit.sentence.doc_id))
         stored = version_key(hit.metadata)
         return doc is not None and stored != "" and not doc.key.startswith(_SCANNED) and doc.key != stored
+
+
+class _Wanted(NamedTuple):
+    """What the index should hold of one document."""
+
+    key: str  # the committed version (or hash) its sentences must carry
+    sentences: int | None  # how many the record says (None: not known)
+    by_hash: bool  # the key is a hash: sentences with neither version nor hash belong too
 
 
 def _scan_foreign(records: Iterable[tuple[str, str, dict[str, Any]]], known: Iterable[str]) -> dict[str, str]:

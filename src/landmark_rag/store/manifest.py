@@ -338,8 +338,9 @@ class Manifest:
         ``writing`` record would hide them). The record names what the sentences carry: their
         ``doc_version`` where they have one (sentences this package wrote, whose record is
         gone), else their ``doc_hash``. Sentences of several versions or hashes cannot all be
-        named by one record: the largest set is kept visible (:func:`_adopted_as`) and the
-        others, which the rewrite replaces anyway, are hidden from then on.
+        named by one record: the largest set is kept visible (:func:`_adopted_as`; with the
+        record lost, nothing tells whether it was ever committed) and the others, which the
+        rewrite replaces anyway, are hidden, and deleted by the document's next clean or write.
         """
         if self._io.manifest is None:  # the caller checks first: a store without a manifest has no records to adopt
             raise RuntimeError("adopting sentences into the manifest needs a store with a manifest")
@@ -396,24 +397,40 @@ class Manifest:
 def _adopted_as(doc_id: str, metadatas: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The record adopting one document's sentences (``metadatas``, non-empty): complete,
     dirty, naming the version the most of them carry (for sentences without versions, the
-    hash; one without a hash goes with any), so that exactly those stay what readers see
-    (:func:`is_current`)."""
-    versions = Counter(str(md[VERSION]) for md in metadatas if md.get(VERSION))
-    hashes = Counter(md.get(DOC_HASH) for md in metadatas if not md.get(VERSION))
-    loose = hashes.pop(None, 0)
-    named: list[tuple[int, str, dict[str, Any]]] = [(n, v, {VERSION: v}) for v, n in versions.items()]
-    named += [(n + loose, str(h), {DOC_HASH: str(h)}) for h, n in hashes.items()]
+    hash; one without a hash is visible under any), so that exactly those stay what readers
+    see (:func:`is_current`)."""
+    versions: Counter[Any] = Counter()
+    hashes: Counter[str] = Counter()
+    loose = unnamed = 0
+    for md in metadatas:
+        if VERSION not in md:
+            if DOC_HASH in md:
+                hashes[str(md[DOC_HASH])] += 1
+            else:
+                loose += 1
+        elif md[VERSION]:
+            versions[md[VERSION]] += 1  # as stored (a record compares it as it is)
+        else:
+            unnamed += 1  # an empty version reads as none: no record can name it
+    named: list[tuple[int, str, dict[str, Any]]] = [(n, str(v), {VERSION: v}) for v, n in versions.items()]
+    named += [(n + loose, h, {DOC_HASH: h}) for h, n in hashes.items()]
     if loose and not hashes:
         named.append((loose, "", {DOC_HASH: ""}))
+    if not named:
+        logger.warning("document %r has sentences with an empty doc_version and no manifest record; they are "
+                       "hidden and go with its next clean or write", doc_id)
+        return {DOC_HASH: "", STATE: COMPLETE, N_SENTENCES: 0, DIRTY: True}
     # the largest set; among equals the one sorting first, so that any writer adopts alike
     count, name, record = min(named, key=lambda c: (-c[0], c[1]))
     if count < len(metadatas):
         logger.warning(
             "document %r has sentences of several versions and no manifest record; the %d of %r stay "
-            "visible until it is rewritten, the other %d do not", doc_id, count, name, len(metadatas) - count,
+            "visible until it is rewritten, the other %d are hidden and go with its next clean or write",
+            doc_id, count, name, len(metadatas) - count,
         )
     if VERSION in record:
-        record[DOC_HASH] = str(next((md.get(DOC_HASH) for md in metadatas if md.get(VERSION) == name), None) or "")
+        first = next(md for md in metadatas if md.get(VERSION) == record[VERSION])
+        record[DOC_HASH] = str(first.get(DOC_HASH, ""))
     return {**record, STATE: COMPLETE, N_SENTENCES: count, DIRTY: True}
 
 
