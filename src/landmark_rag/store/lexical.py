@@ -43,8 +43,8 @@ import numpy as np
 from landmark_rag.store.analyzer import ANALYZER_VERSION, language_name, make_analyzer
 from landmark_rag.store.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index, check_parameters, ranked_rows
 from landmark_rag.store.lexical_cache import FORMAT, LEXICAL_DIR, DocTerms, LexicalCache, Snapshot, cache_folder
-from landmark_rag.store.manifest import is_complete, version_key
-from landmark_rag.store.schema import DOC_HASH, DOC_ID, INDEX, N_SENTENCES, VERSION, sentence_id
+from landmark_rag.store.manifest import is_complete, is_current, version_key
+from landmark_rag.store.schema import DOC_ID, INDEX, N_SENTENCES, VERSION, sentence_id
 from landmark_rag.types import Hit
 
 _SCANNED = "scan:"  # key prefix of documents without a manifest record
@@ -142,7 +142,7 @@ class StoreLexicalIndex:
 
     def _wanted(self) -> dict[str, _Wanted]:
         """Documents the index should hold: ``doc_id -> (key, expected number of sentences,
-        whether the key is a hash)``.
+        manifest record)``.
 
         The key is the committed ``doc_version`` (records written before versions existed,
         and sentences adopted without one: the ``doc_hash``); only the sentences of that
@@ -150,7 +150,7 @@ class StoreLexicalIndex:
         """
         manifest_docs = self.store.documents(include_incomplete=True)
         wanted = {
-            d: _Wanted(version_key(md), int(md[N_SENTENCES]) if N_SENTENCES in md else None, not md.get(VERSION))
+            d: _Wanted(version_key(md), int(md[N_SENTENCES]) if N_SENTENCES in md else None, md)
             for d, md in manifest_docs.items()
             if is_complete(md)
         }
@@ -160,7 +160,7 @@ class StoreLexicalIndex:
             # sentences written without a manifest (e.g. LlamaIndex's ChromaVectorStore): read
             # their metadata once and key each such document by a hash of its records
             for d, key in _scan_foreign(self.store.scan(), set(manifest_docs)).items():
-                wanted[d] = _Wanted(_SCANNED + key, None, False)
+                wanted[d] = _Wanted(_SCANNED + key, None, None)
         return wanted
 
     def _read(
@@ -181,13 +181,11 @@ class StoreLexicalIndex:
                 d = str(md.get(DOC_ID))
                 if d not in per:
                     continue
-                key = wanted[d].key
-                if not key.startswith(_SCANNED):
+                record = wanted[d].record
+                if record is not None:
                     # only the committed version (a replace in progress stores two): the
-                    # store's visibility rule (store/manifest.py ``is_current``), under which a
-                    # sentence without version or hash belongs to a record that names a hash
-                    loose = wanted[d].by_hash and VERSION not in md and DOC_HASH not in md
-                    if version_key(md) != key and not loose:
+                    # store's own visibility rule, as readers apply it
+                    if not is_current(md, record, record.get(VERSION)):
                         continue
                     sid = sentence_id(d, int(md.get(INDEX, 0)))  # versioned record id -> sentence key
                 per[d].append((int(md.get(INDEX, 0)), sid, text or ""))
@@ -282,9 +280,9 @@ class StoreLexicalIndex:
 class _Wanted(NamedTuple):
     """What the index should hold of one document."""
 
-    key: str  # the committed version (or hash) its sentences must carry
+    key: str  # the committed version (or hash) it is indexed under
     sentences: int | None  # how many the record says (None: not known)
-    by_hash: bool  # the key is a hash: sentences with neither version nor hash belong too
+    record: dict[str, Any] | None  # its manifest record (None: sentences without one, scanned)
 
 
 def _scan_foreign(records: Iterable[tuple[str, str, dict[str, Any]]], known: Iterable[str]) -> dict[str, str]:

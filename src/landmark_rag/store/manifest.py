@@ -401,17 +401,15 @@ def _adopted_as(doc_id: str, metadatas: Sequence[Mapping[str, Any]]) -> dict[str
     see (:func:`is_current`)."""
     versions: Counter[Any] = Counter()
     hashes: Counter[str] = Counter()
-    loose = unnamed = 0
+    loose = 0
     for md in metadatas:
         if VERSION not in md:
             if DOC_HASH in md:
                 hashes[str(md[DOC_HASH])] += 1
             else:
                 loose += 1
-        elif md[VERSION]:
+        elif md[VERSION]:  # an empty version reads as none: no record can name it
             versions[md[VERSION]] += 1  # as stored (a record compares it as it is)
-        else:
-            unnamed += 1  # an empty version reads as none: no record can name it
     named: list[tuple[int, str, dict[str, Any]]] = [(n, str(v), {VERSION: v}) for v, n in versions.items()]
     named += [(n + loose, h, {DOC_HASH: h}) for h, n in hashes.items()]
     if loose and not hashes:
