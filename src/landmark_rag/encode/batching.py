@@ -110,8 +110,8 @@ def coalesce(
 ) -> list[BatchArrays]:
     """The batches of several consecutive groups of documents (each: its batches, its number
     of documents) as the batches of one group: each group's document numbers moved past the
-    groups before it, and consecutive batches
-    joined while their rows at the widest one's width stay within ``batch_tokens``.
+    groups before it, and consecutive batches joined while their rows at the widest one's
+    width stay within ``batch_tokens``.
 
     Why: on an accelerator every batch is one forward pass launched from the calling thread,
     and a pass costs that thread about as much for a few windows as for thousands; groups that
