@@ -248,6 +248,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--separate-groups", action="store_true",
                     help="also time the default with every prepared group run as its own passes (on an "
                          "accelerator the default joins groups prepared together into one pass)")
+    ap.add_argument("--mask-reads", action="store_true",
+                    help="also time the default with unpadded batches handing their all-ones mask to the model "
+                         "(transformers reads it on the device every pass; the default hands none over)")
     ap.add_argument("--compiled", action="store_true",
                     help="also time the default with torch.compile (compiling takes a minute or more)")
     ap.add_argument("--json", type=Path, default=None)
@@ -338,6 +341,19 @@ def main(argv: list[str] | None = None) -> dict:
                 best_time(lambda: full.encode_documents(texts), args.rounds, device), f"{auto} preparation workers")
         finally:
             encoder_module._take_ready = kept_take
+    if args.mask_reads:
+        # an unpadded batch's all-ones mask makes transformers read it back (``bool(mask.all())``)
+        # before it drops it: on a GPU the launching thread then waits for the device each pass
+        from landmark_rag.encode import encoder as encoder_module
+
+        workers_ready(full, auto)
+        kept_optional = encoder_module.mask_optional
+        encoder_module.mask_optional = lambda model, layout: False
+        try:
+            add("landmark default, every batch with its mask",
+                best_time(lambda: full.encode_documents(texts), args.rounds, device), f"{auto} preparation workers")
+        finally:
+            encoder_module.mask_optional = kept_optional
     if cuda and "e2e" not in skip:
         # which attention kernels SDPA may pick moves the forward's cost per batch shape
         workers_ready(full, auto)

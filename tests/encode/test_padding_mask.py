@@ -80,8 +80,8 @@ class _Misreads(torch.nn.Module):
         super().__init__()
         self.inner, self.config, self.fail = inner, inner.config, fail
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **kw):
-        if attention_mask.dim() == 4:
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **kw):
+        if attention_mask is not None and attention_mask.dim() == 4:
             if self.fail:
                 raise ValueError("Wrong shape for attention_mask")
             attention_mask = torch.ones_like(input_ids)
@@ -120,3 +120,89 @@ def test_only_padded_batches_are_marked(tiny_encoder) -> None:
     assert not _pack(same, enc.pad_id, False).padded
     other = enc.layout.document_jobs(enc.layout.tokenize_sentences(["Eta."]))
     assert _pack([jobs[0], other[0]], enc.pad_id, False).padded
+
+
+def _masks_seen(model: torch.nn.Module) -> list[str]:
+    """What each forward call of ``model`` gets as its mask: ``none``, ``2d`` or ``4d``."""
+    seen: list[str] = []
+
+    def hook(_module, args, kwargs):
+        mask = kwargs.get("attention_mask")
+        seen.append("none" if mask is None else f"{mask.dim()}d")
+
+    model.register_forward_pre_hook(hook, with_kwargs=True)
+    return seen
+
+
+@pytest.mark.parametrize("arch", ["bert", "mpnet", "xlm-roberta"])
+@pytest.mark.parametrize("attn", [None, "eager"])
+def test_an_unpadded_batch_goes_without_a_mask_and_gives_the_same_vectors(
+    family_dirs, monkeypatch, arch: str, attn: str | None
+) -> None:
+    enc = LandmarkEncoder.from_pretrained(family_dirs[arch], device="cpu", attn_implementation=attn, max_length=64)
+    assert padding.mask_optional(enc.model, enc.layout)
+    seen = _masks_seen(enc.model)
+    alone = enc.encode_documents(DOCS, batch_size=1)  # one window a batch: nothing is padded
+    together = enc.encode_documents(DOCS, batch_size=4)
+    assert seen.count("none") > 0 and len(seen) > seen.count("none")  # the padded batches keep theirs
+    monkeypatch.setattr(encoder_module, "mask_optional", lambda model, layout: False)
+    seen.clear()
+    masked = enc.encode_documents(DOCS, batch_size=1)
+    assert "none" not in seen
+    for a, b in zip(alone, masked, strict=True):
+        np.testing.assert_array_equal(a.embeddings, b.embeddings)
+    for a, b in zip(together, masked, strict=True):
+        np.testing.assert_allclose(a.embeddings, b.embeddings, atol=1e-6, rtol=0)
+
+
+def test_causal_isolated_and_foreign_models_keep_the_mask(family_dirs, tiny_encoder) -> None:
+    causal = LandmarkEncoder.from_pretrained(family_dirs["mistral"], device="cpu", max_length=64)
+    assert not padding.mask_optional(causal.model, causal.layout)
+    isolated = tiny_encoder(max_length=64, landmark_attention="isolated")
+    isolated.add_landmark_token("[LMK]")
+    assert not padding.mask_optional(isolated.model, isolated.layout)
+    plain = tiny_encoder(max_length=64)
+
+    class Foreign(torch.nn.Module):  # not a transformers model: what a missing mask means is unknown
+        def forward(self, input_ids, attention_mask):
+            return (torch.zeros(*input_ids.shape, 8),)
+
+    assert not padding.mask_optional(Foreign(), plain.layout)
+
+
+@pytest.mark.parametrize("arch", ["bert", "mpnet", "xlm-roberta"])
+def test_launching_document_batches_reads_nothing_back_from_the_device(family_dirs, monkeypatch, arch: str) -> None:
+    """On a GPU, reading a device tensor on the host (``bool(t)``, ``t.item()``, ``t.tolist()``)
+    makes the launching thread wait until the device has run all it was given: the next batch
+    is then launched only once the device is idle. Spied on here as those calls, on the CPU."""
+    enc = LandmarkEncoder.from_pretrained(family_dirs[arch], device="cpu", max_length=64)
+    enc._defer_on_cpu = True  # the accelerator's path: batches launched, vectors collected later
+    enc.encode_documents(DOCS, batch_size=4)  # the padding probe runs once, before what is counted
+    reads: list[str] = []
+    launching = [False]
+    for name in ("__bool__", "item", "tolist"):
+        real = getattr(torch.Tensor, name)
+
+        def spy(self, *args, _real=real, _name=name, **kwargs):
+            if launching[0]:
+                reads.append(_name)
+            return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(torch.Tensor, name, spy)
+    launch = enc._forward_pool_device
+
+    def counted(*args, **kwargs):
+        launching[0] = True
+        try:
+            return launch(*args, **kwargs)
+        finally:
+            launching[0] = False
+
+    monkeypatch.setattr(enc, "_forward_pool_device", counted)
+    for batch_size in (1, 4):  # unpadded batches, then padded ones
+        enc.encode_documents(DOCS, batch_size=batch_size)
+    assert reads == []
+    # the spy sees such reads: with the mask handed over, transformers reads it every pass
+    monkeypatch.setattr(encoder_module, "mask_optional", lambda model, layout: False)
+    enc.encode_documents(DOCS, batch_size=1)
+    assert "__bool__" in reads

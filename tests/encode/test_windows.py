@@ -102,7 +102,11 @@ def count_windows(encoder: LandmarkEncoder) -> Iterator[list[int]]:
     widths: list[int] = []
 
     def hook(_module, _args, kwargs, _out):
-        widths.extend([int(kwargs["attention_mask"][r].sum()) for r in range(kwargs["input_ids"].shape[0])])
+        ids, mask = kwargs["input_ids"], kwargs.get("attention_mask")
+        if mask is None:  # a batch without padding goes without a mask: every row is full
+            widths.extend([ids.shape[1]] * ids.shape[0])
+        else:
+            widths.extend([int(mask[r].sum()) for r in range(ids.shape[0])])
 
     handle = encoder.model.register_forward_hook(hook, with_kwargs=True)
     try:

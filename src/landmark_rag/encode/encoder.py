@@ -25,7 +25,7 @@ from landmark_rag.encode.pooling import last_hidden, pool_gathered
 from landmark_rag.encode.prepare import measure_documents
 from landmark_rag.encode.runtime import process as prepare_process
 from landmark_rag.encode.runtime.malloc import pin_mmap_threshold
-from landmark_rag.encode.runtime.padding import broadcast_padding_dtype
+from landmark_rag.encode.runtime.padding import broadcast_padding_dtype, mask_optional
 from landmark_rag.encode.runtime.parallel import auto_workers, run_batches
 from landmark_rag.encode.runtime.precision import autocast
 from landmark_rag.encode.runtime.prefetch import Prefetch
@@ -682,10 +682,14 @@ class LandmarkEncoder:
         index = batch.gather.to(self.device, non_blocking=non_blocking)
         spans = batch.spans.to(self.device, non_blocking=non_blocking) if batch.spans is not None else None
         # a padded batch's mask as keys only, where the model was checked to read it so
-        # (``encode.runtime.padding``): the model then skips expanding it to [B, 1, W, W]
+        # (``encode.runtime.padding``): the model then skips expanding it to [B, 1, W, W]; a
+        # batch without padding goes without a mask, so nothing on the device is read back
         broadcast = broadcast_padding_dtype(self.model, self.layout) if batch.padded else None
         with autocast(self.device, self.document_autocast if documents else None):
-            hidden = last_hidden(model, ids, mask, self.layout, key_padding=broadcast)
+            hidden = last_hidden(
+                model, ids, mask, self.layout, key_padding=broadcast,
+                unpadded=not batch.padded and mask_optional(self.model, self.layout),
+            )
         vecs = pool_gathered(hidden, index[0], index[1], index[2], mode, spans)
         return vecs / vecs.norm(dim=-1, keepdim=True).clamp_min(1e-12)
 

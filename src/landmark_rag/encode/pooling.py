@@ -33,7 +33,7 @@ def pad_batch(jobs: Sequence[Job], pad_id: int) -> tuple[torch.Tensor, torch.Ten
 
 def last_hidden(
     model: Any, ids: torch.Tensor, mask: torch.Tensor, layout: Layout | None = None, *,
-    key_padding: torch.dtype | None = None,
+    key_padding: torch.dtype | None = None, unpadded: bool = False,
 ) -> torch.Tensor:
     """The last hidden state of a Hugging Face encoder or decoder (or a peft/accelerate wrapper).
 
@@ -41,10 +41,18 @@ def last_hidden(
     their own mask; ``None`` (or full attention) runs the plain mask. ``key_padding``: hand the
     padding over as a broadcast additive ``[B, 1, 1, W]`` mask of that dtype instead, for a
     model ``encode.runtime.padding.broadcast_padding_dtype`` accepted (the same hidden states, less work).
+    ``unpadded``: the caller knows (on the host) that no row is padded and the model reads a
+    missing mask as no padding (``encode.runtime.padding.mask_optional``), so no mask is handed
+    over at all. Why: a transformers encoder drops an all-ones mask, but only after reading it
+    (``bool(mask.all())``), which on a GPU makes the launching thread wait until the device has
+    run everything queued before it, every forward pass; without a mask it takes the same path
+    (no mask: the same kernels and numbers) without that wait.
     """
-    inputs: dict[str, torch.Tensor] = {"input_ids": ids, "attention_mask": mask}
     isolated = layout.isolated_landmarks if layout is not None else None
-    if key_padding is not None and isolated is None:
+    inputs: dict[str, torch.Tensor | None] = {"input_ids": ids, "attention_mask": mask}
+    if unpadded:
+        inputs["attention_mask"] = None
+    elif key_padding is not None and isolated is None:
         from landmark_rag.encode.runtime.padding import key_padding as broadcast_mask
 
         inputs["attention_mask"] = broadcast_mask(mask, key_padding)

@@ -19,8 +19,9 @@ two padded rows through both masks, and the broadcast mask is used only if the h
 agree; a model that rejects a 4-D mask or reads it otherwise keeps the 2-D mask, and so does
 any attention implementation but SDPA and eager (flash attention takes the 2-D mask).
 Causal layouts (whose mask must also be causal) and isolated landmarks (which have a 4-D
-mask of their own, ``encode.attention``) never use it. A batch without padding keeps the 2-D
-mask too, which transformers then drops altogether.
+mask of their own, ``encode.attention``) never use it. A batch without padding goes to the
+model with no mask at all (``pooling.last_hidden``'s ``unpadded``): what transformers makes of an
+all-ones mask, without reading the mask on the device to find that out.
 """
 
 from __future__ import annotations
@@ -46,6 +47,17 @@ def key_padding(mask: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch
     the ``[B, W]`` 0/1 padding mask."""
     keys = mask[:, None, None, :]
     return torch.zeros(keys.shape, dtype=dtype, device=mask.device).masked_fill_(keys == 0, torch.finfo(dtype).min)
+
+
+def mask_optional(model: Any, layout: Any) -> bool:
+    """Whether a batch without padding may go to ``model`` with no mask at all: a bidirectional
+    layout without isolated landmarks, and a transformers model (its config names an attention
+    implementation), which reads a missing mask as "attend to every token", as an all-ones one.
+    Causal layouts keep the mask: there transformers reads the positions on the device instead
+    (a packed-sequence check), so leaving the mask out saves nothing."""
+    if layout.causal or layout.isolated_landmarks is not None:
+        return False
+    return getattr(getattr(model, "config", None), "_attn_implementation", None) is not None
 
 
 def broadcast_padding_dtype(model: Any, layout: Any) -> torch.dtype | None:
