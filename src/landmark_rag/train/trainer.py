@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 from landmark_rag.encode.config import Pooling
 from landmark_rag.encode.encoder import LandmarkEncoder
 from landmark_rag.encode.layout import Layout
+from landmark_rag.encode.runtime.malloc import keep_freed_memory
 from landmark_rag.encode.untrained import UntrainedLandmarkWarning
 from landmark_rag.train.config import (
     StageConfig,
@@ -86,6 +87,10 @@ class Trainer:
         self.rng = random.Random(config.seed)
         self.accelerator = _accelerator(config)
         self.device = self.accelerator.device
+        if self.device.type == "cpu":
+            # each step frees and allocates the same memory again: keep it instead of having
+            # the kernel zero-fill fresh pages every step (runtime/malloc.py)
+            keep_freed_memory()
         encoder.to(self.device)
         self.train_articles = list(train_articles)
         # validation ranks each question's answer sentence: documents without questions give nothing
