@@ -58,10 +58,11 @@ def keep_freed_memory() -> bool:
     Why: a training step allocates and frees the same activations and gradients every step.
     Where each large block is a mapping of its own (as :func:`pin_mmap_threshold` makes every
     block of 128 KiB or more), the kernel zero-fills each of its pages again at every step: a
-    landmark-mpnet step on this project's 2-core CPU made about 3 million page faults and spent
-    about 30 % of its time in the kernel. With no mappings (``M_MMAP_MAX`` 0) and the heap's top
-    kept up to :data:`KEEP_FREE`, the next step reuses the same memory (steps 1.35x as fast, peak
-    memory about a fifth higher: docs/training.md). Once set it holds for the whole process."""
+    landmark-mpnet step on this project's 2-core CPU made about two million page faults, and a
+    quarter to a third of the run's CPU time went to the kernel. With no mappings (``M_MMAP_MAX``
+    0) and the heap's top kept up to :data:`KEEP_FREE`, the next step reuses the same memory
+    (1.3x the steps per second for about 1.2 GB more peak memory: docs/training.md). Once set it
+    holds for the rest of the process, encoding included (long documents then take more memory)."""
     global _KEPT
     with _LOCK:
         if _KEPT is None:
