@@ -118,3 +118,20 @@ def test_training_validation_runs_fp32_and_leaves_the_encoder_as_it_was(native: 
     metrics = validate(enc, [article], max_questions=5)
     assert metrics["questions"] == 5 and seen and set(seen) == {None}  # a seeded run logs fp32 figures
     assert enc.document_autocast is torch.bfloat16  # and the caller's encoder is as it was
+
+
+@pytest.mark.parametrize("pays", [True, False])
+def test_bf16_is_used_only_where_it_was_timed_faster(monkeypatch: pytest.MonkeyPatch, pays: bool) -> None:
+    """The CPU's flag is not enough: an Intel Xeon with AVX512-BF16 ran bf16 products at half
+    fp32's speed, so the decision also needs the probe (``bf16_pays``) to say so."""
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: True, raising=False)
+    monkeypatch.setattr(precision, "bf16_pays", lambda: pays)
+    precision.native_cpu_bf16.cache_clear()
+    try:
+        assert precision.native_cpu_bf16() is pays
+    finally:
+        precision.native_cpu_bf16.cache_clear()
+
+
+def test_the_probe_times_real_products() -> None:
+    assert precision.bf16_pays(rows=64, width=32, reps=1) in (True, False)
