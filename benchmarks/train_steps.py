@@ -43,9 +43,7 @@ cfg = TrainConfig.load(config_path).to_dict()
 # no validation: only the training steps are timed (a source only validated on goes)
 cfg["data"] = [d if not isinstance(d, dict) else {**d, "val": ""} for d in cfg["data"]
                if not isinstance(d, dict) or d.get("train") != ""]
-for stage in cfg["stages"]:
-    stage["steps"] = 0
-cfg["stages"][0]["steps"] = int(steps)
+cfg["stages"] = [{**cfg["stages"][0], "steps": int(steps)}]  # the first stage's first steps
 cfg.update(eval_every=0, save_every=0, threads=int(threads), output_dir=out_dir, device="cpu", mixed_precision="no")
 _, history = trainer_module.train(TrainConfig.from_dict(cfg))
 usage = resource.getrusage(resource.RUSAGE_SELF)

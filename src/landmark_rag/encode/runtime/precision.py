@@ -36,14 +36,14 @@ def native_cpu_bf16() -> bool:
     pay here: a bf16 matrix product timed against fp32 once per process (:func:`bf16_pays`)."""
     import torch
 
-    for probe in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"):
+    def has(probe: str) -> bool:
         fn = getattr(torch.cpu, probe, None)
         try:
-            if fn is not None and fn():
-                return bf16_pays()
-        except Exception:  # noqa: BLE001, S112 - a probe missing from this torch build means "no"
-            continue
-    return False
+            return bool(fn is not None and fn())
+        except Exception:  # noqa: BLE001 - a probe missing from this torch build means "no"
+            return False
+
+    return any(has(p) for p in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")) and bf16_pays()
 
 
 #: bf16 must take at most this share of fp32's time on the probe to be used
