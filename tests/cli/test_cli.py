@@ -169,6 +169,8 @@ def test_info(indexed: Path) -> None:
     assert info["gguf_cache"].endswith("gguf")
     text = cli("info", "--db", indexed).stdout
     assert info["model"] in text and "384" in text and "gguf" in text
+    runtime = json.loads(cli("info", "--db", indexed, "--runtime", "--json").stdout)
+    assert runtime["model"] == info["model"] and runtime["device"] == "cpu"  # the store's model, loaded
 
 
 def test_missing_store_is_a_clear_error(tmp_path: Path) -> None:

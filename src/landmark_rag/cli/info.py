@@ -8,7 +8,18 @@ import sys
 import typer
 
 from landmark_rag.cli import app
-from landmark_rag.cli._common import CollectionOption, DbOption, console, fail, local_db_path, open_existing_store
+from landmark_rag.cli._common import (
+    CollectionOption,
+    DbOption,
+    DeviceOption,
+    console,
+    fail,
+    local_db_path,
+    model_errors,
+    no_store_folder,
+    open_existing_store,
+    open_index,
+)
 
 
 @app.command("info")
@@ -20,14 +31,25 @@ def info_command(
         None, "--text", metavar="DOC_ID",
         help="Print the text indexed for one document (a PDF's extracted text): query's offsets point into it.",
     ),
+    runtime: bool = typer.Option(
+        False, "--runtime",
+        help="Load the model (the store's, else --model or the default; no store needed) and print how it "
+        "will run here: device, precision, attention, tokenizer, preparation workers, batching, threads.",
+    ),
+    model: str | None = typer.Option(None, "--model", help="With --runtime: the model to load."),
+    device: str | None = DeviceOption,
 ) -> None:
     """Model, dimension, numbers of documents and sentences, store location, GGUF cache location.
 
-    Reads only the store's records (the model is not loaded), so it is instant.
+    Reads only the store's records (the model is not loaded), so it is instant. ``--runtime``
+    loads the model instead and shows what the encoder's defaults chose on this machine.
     """
     from landmark_rag.encode.models.loading import cache_dir
     from landmark_rag.store import recorded_dim, recorded_model
 
+    if runtime:
+        _print_runtime(db, collection, model, device, as_json)
+        return
     store = open_existing_store(db, collection)
     if text_of is not None:
         _print_text(store, text_of, as_json)
@@ -66,6 +88,39 @@ def info_command(
         if key == "incomplete_documents":
             label += " (interrupted; re-run index)"
         table.add_row(label, Text("-" if value is None else str(value)))
+    console.print(table)
+
+
+def _print_runtime(db: str, collection: str, model: str | None, device: str | None, as_json: bool) -> None:
+    """The encoder's :class:`~landmark_rag.encode.runtime.describe.RuntimeInfo`: the store's model
+    (checked against the store) when there is a store and no ``--model``, else ``--model`` or
+    the package's default, loaded on ``--device``."""
+    from landmark_rag.encode import LandmarkEncoder
+
+    if model is None and not no_store_folder(db):
+        loaded = open_index(db, collection, device=device, create=False).encoder
+        if not isinstance(loaded, LandmarkEncoder):  # a store opened over another kind of encoder
+            fail(f"the store's model loads as {type(loaded).__name__}, which has no runtime settings to show")
+        encoder = loaded
+    else:
+        with model_errors(model):
+            encoder = LandmarkEncoder.from_pretrained(model, device=device)
+    _print_pairs(encoder.runtime().as_dict(), as_json)
+
+
+def _print_pairs(info: dict, as_json: bool) -> None:
+    """``info`` as one JSON object, or as a two-column table on the terminal."""
+    if as_json:
+        sys.stdout.write(json.dumps(info, indent=1) + "\n")
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in info.items():
+        table.add_row(key.replace("_", " "), Text("-" if value is None else str(value)))
     console.print(table)
 
 

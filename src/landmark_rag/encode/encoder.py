@@ -24,6 +24,8 @@ from landmark_rag.encode.models.loading import load_pretrained
 from landmark_rag.encode.pooling import last_hidden, pool_gathered
 from landmark_rag.encode.prepare import measure_documents
 from landmark_rag.encode.runtime import process as prepare_process
+from landmark_rag.encode.runtime.describe import RuntimeInfo
+from landmark_rag.encode.runtime.describe import describe as describe_runtime
 from landmark_rag.encode.runtime.malloc import pin_mmap_threshold
 from landmark_rag.encode.runtime.padding import broadcast_padding_dtype, mask_optional
 from landmark_rag.encode.runtime.parallel import auto_workers, run_batches
@@ -723,6 +725,13 @@ class LandmarkEncoder:
             if len(doc):
                 out[i] = doc.embeddings.mean(0)
         return _normalise(out)
+
+    def runtime(self) -> RuntimeInfo:
+        """What this encoder's defaults chose on this machine: device, weight and document
+        precision, attention, tokenizer, preparation workers, batching, threads, windows
+        (``encode.runtime.describe``). Encodes nothing; the place to look first when indexing is
+        slower than expected."""
+        return describe_runtime(self)
 
     def __repr__(self) -> str:
         return (
