@@ -1,8 +1,8 @@
 """Choose the hybrid fusion (method, weight) on the validation articles only.
 
-The shipped model was trained on articles 0-12 of data/squad-v1.1-dev-part-a.json
-and validated on 13-15; 16-23 are held out for reporting. This sweep therefore runs on
-articles 13-15 (one corpus, whole-corpus ranking, as ``landmark-rag eval``) and never
+The shipped models are validated on articles 13-15 of data/squad-v1.1-dev-part-a.json
+(no article of that file is trained on); 16-23 are held out for reporting. This sweep
+therefore runs on articles 13-15 (one corpus, whole-corpus ranking, as ``landmark-rag eval``) and never
 touches 16-23. It encodes the corpus once (the harness's workspace caches the vectors and
 query vectors) and re-fuses for every setting, through the same ``hybrid`` eval system
 and ``landmark_rag.retrieve.fusion`` code the package's search uses.
@@ -36,9 +36,12 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO / "data" / "squad-v1.1-dev-part-a.json"
 VALIDATION = range(13, 16)
 BUDGETS = (64, 128, 256, 512)
-GRID = [("rrf", w) for w in (0.3, 0.4, 0.5, 0.6, 0.7)] + [
-    ("linear", w) for w in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
-]
+#: weights tried per method (the dense share)
+WEIGHTS = {
+    "rrf": (0.3, 0.4, 0.5, 0.6, 0.7),
+    "linear": (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8),
+    "dbsf": (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8),
+}
 #: lexical_context values tried with every (method, weight): the preceding sentence's BM25 share
 CONTEXTS = (0.0, 0.25, 0.5)
 
@@ -50,7 +53,12 @@ def main() -> None:
     ap.add_argument("--depths", default="50", help="comma-separated candidate depths per half")
     ap.add_argument("--json", default=None, help="also write all rows to this file")
     ap.add_argument("--bm25", default="1.5:0.75", help="comma-separated K1:B pairs of BM25 parameters to try")
+    ap.add_argument("--methods", default="rrf,linear,dbsf", help="comma-separated fusion methods to sweep")
+    ap.add_argument("--contexts", default=",".join(f"{c:g}" for c in CONTEXTS),
+                    help="comma-separated lexical_context values to try")
     args = ap.parse_args()
+    grid = [(m, w) for m in args.methods.split(",") for w in WEIGHTS[m]]
+    contexts = [float(c) for c in args.contexts.split(",")]
     bm25 = [tuple(float(x) for x in pair.split(":")) for pair in args.bm25.split(",")]
 
     full = read_squad(args.data)
@@ -69,8 +77,8 @@ def main() -> None:
         rows.append({"system": "bm25", "bm25_k1": k1, "bm25_b": b, **m})
     for depth in (int(d) for d in args.depths.split(",")):
         for k1, b in bm25:
-            for method, weight in GRID:
-                for context in CONTEXTS:
+            for method, weight in grid:
+                for context in contexts:
                     cfg = FusionConfig(mode="hybrid", method=method, weight=weight, depth=depth,
                                        lexical_context=context, bm25_k1=k1, bm25_b=b)
                     m = evaluate_system(HybridSystem(cfg), corpus, ws, BUDGETS)
