@@ -40,7 +40,6 @@ BUDGETS = (64, 128, 256, 512)
 WEIGHTS = {
     "rrf": (0.3, 0.4, 0.5, 0.6, 0.7),
     "linear": (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8),
-    "dbsf": (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8),
 }
 #: lexical_context values tried with every (method, weight): the preceding sentence's BM25 share
 CONTEXTS = (0.0, 0.25, 0.5)
@@ -53,10 +52,13 @@ def main() -> None:
     ap.add_argument("--depths", default="50", help="comma-separated candidate depths per half")
     ap.add_argument("--json", default=None, help="also write all rows to this file")
     ap.add_argument("--bm25", default="1.5:0.75", help="comma-separated K1:B pairs of BM25 parameters to try")
-    ap.add_argument("--methods", default="rrf,linear,dbsf", help="comma-separated fusion methods to sweep")
+    ap.add_argument("--methods", default="rrf,linear", help="comma-separated fusion methods to sweep")
     ap.add_argument("--contexts", default=",".join(f"{c:g}" for c in CONTEXTS),
                     help="comma-separated lexical_context values to try")
     args = ap.parse_args()
+    unknown = sorted(set(args.methods.split(",")) - set(WEIGHTS))
+    if unknown:
+        ap.error(f"unknown fusion method(s) {unknown}; known: {sorted(WEIGHTS)}")
     grid = [(m, w) for m in args.methods.split(",") for w in WEIGHTS[m]]
     contexts = [float(c) for c in args.contexts.split(",")]
     bm25 = [tuple(float(x) for x in pair.split(":")) for pair in args.bm25.split(",")]

@@ -81,26 +81,6 @@ def test_rrf_and_linear_fusion_order():
     assert next(u for u, _ in fuse(dense, lexical, "linear", 0.0)) == "b"
 
 
-def test_dbsf_scales_by_mean_and_spread():
-    # dense: mean 0.6, sd ~0.3559 -> a scores (0.9 - (0.6 - 3 sd)) / (6 sd)
-    dense = [("a", 0.9), ("b", 0.8), ("c", 0.1)]
-    sd = float(np.std([0.9, 0.8, 0.1]))
-    out = dict(fuse(dense, [], "dbsf", 1.0))
-    assert out["a"] == pytest.approx((0.9 - (0.6 - 3 * sd)) / (6 * sd))
-    assert out["c"] == pytest.approx((0.1 - (0.6 - 3 * sd)) / (6 * sd))
-    assert 0.0 < out["c"] < out["b"] < out["a"] < 1.0  # unlike min-max, neither end is pinned to 0 or 1
-    # a list's last candidate still counts (min-max gives it 0, as if it were missing), and
-    # scaling a list's scores changes nothing
-    lexical = [("c", 12.0), ("b", 3.0)]
-    assert dict(fuse(dense, lexical, "linear", 0.5))["b"] == pytest.approx(0.5 * 0.875)
-    assert dict(fuse(dense, lexical, "dbsf", 0.5))["b"] > 0.5 * out["b"]
-    scaled = [(u, 100 * s) for u, s in lexical]
-    a, b = fuse(dense, scaled, "dbsf", 0.5), fuse(dense, lexical, "dbsf", 0.5)
-    assert [u for u, _ in a] == [u for u, _ in b] and [s for _, s in a] == pytest.approx([s for _, s in b])
-    assert dict(fuse([("a", 1.0), ("b", 1.0)], [], "dbsf", 1.0)) == {"a": 1.0, "b": 1.0}  # no spread: all 1
-    assert FusionConfig(method="dbsf").method == "dbsf"
-
-
 def test_fusion_settings_are_validated():
     with pytest.raises(ValueError, match="fusion method"):
         fuse([], [], "max")  # type: ignore[arg-type]

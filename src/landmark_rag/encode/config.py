@@ -88,7 +88,7 @@ class LandmarkConfig:
     fusion:
         the search mode this model defaults to and how it fuses its vectors with sentence-level
         BM25 (``landmark_rag.retrieve.fusion.FusionConfig``: ``mode`` hybrid/dense/lexical,
-        ``method`` rrf/linear/dbsf, ``weight``, ``rrf_k``, ``depth``, ``language``, ``lexical_context``,
+        ``method`` rrf/linear, ``weight``, ``rrf_k``, ``depth``, ``language``, ``lexical_context``,
         ``bm25_k1``, ``bm25_b``), chosen on
         validation data. Empty means dense only, so models that predate hybrid search keep
         their behaviour. Not part of :meth:`identity`: it changes queries, not vectors.

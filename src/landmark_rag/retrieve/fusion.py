@@ -4,7 +4,7 @@ Both halves rank the same units (sentence ids ``doc_id:index``), so fusion is a 
 function of two ranked candidate lists; it never sees text or vectors, and the fused
 hits go through the same expansion as dense hits.
 
-Three methods, chosen per model in ``landmark_config.json`` (``fusion``) on validation data:
+Two methods, chosen per model in ``landmark_config.json`` (``fusion``) on validation data:
 
 - ``rrf`` - reciprocal-rank fusion (Cormack et al. 2009): ``w / (rrf_k + rank_dense) +
   (1 - w) / (rrf_k + rank_lexical)``. Uses ranks only, so it needs no score calibration;
@@ -12,12 +12,6 @@ Three methods, chosen per model in ``landmark_config.json`` (``fusion``) on vali
 - ``linear`` - normalised linear fusion: each list's scores min-max normalised over its
   candidates, then ``w * dense + (1 - w) * lexical``; a unit missing from a list scores 0
   there. Keeps score gaps (a BM25 hit far ahead of the rest stays far ahead).
-- ``dbsf`` - distribution-based score fusion (as Qdrant names it): like ``linear``, but each
-  list is scaled by its candidates' mean and spread, ``(s - (mean - 3 sd)) / (6 sd)`` clipped to
-  0-1, instead of by its own best and worst. Min-max pins every list's best at 1 and its last
-  candidate at 0, as if that one were missing from the list; this scores each candidate by
-  how many standard deviations it stands above or below its list's mean, so a lone outlier
-  scores near 1 and an evenly spread list's best less, and the tail keeps a share.
 
 Each half contributes its top ``depth`` candidates (``FusionConfig.depth``); units outside
 both lists are not ranked. The lexical half scores a sentence with a share of its predecessor's
@@ -36,9 +30,9 @@ import numpy as np
 from landmark_rag.store.bm25 import DEFAULT_B, DEFAULT_K1, check_parameters
 
 Mode = Literal["hybrid", "dense", "lexical"]
-Method = Literal["rrf", "linear", "dbsf"]
+Method = Literal["rrf", "linear"]
 MODES: tuple[str, ...] = ("hybrid", "dense", "lexical")
-METHODS: tuple[str, ...] = ("rrf", "linear", "dbsf")
+METHODS: tuple[str, ...] = ("rrf", "linear")
 
 
 @dataclass(frozen=True)
@@ -123,18 +117,6 @@ def _minmax(scores: Sequence[float]) -> np.ndarray:
     return np.ones_like(s) if hi - lo <= 1e-12 else (s - lo) / (hi - lo)
 
 
-def _dbsf(scores: Sequence[float]) -> np.ndarray:
-    """Scores scaled by their mean +/- 3 standard deviations and clipped to 0-1 (all 1 when
-    they do not vary, as :func:`_minmax`)."""
-    s = np.asarray(scores, dtype=np.float64)
-    if s.size == 0:
-        return s
-    mean, sd = float(s.mean()), float(s.std())
-    if sd <= 1e-12:
-        return np.ones_like(s)
-    return np.clip((s - (mean - 3.0 * sd)) / (6.0 * sd), 0.0, 1.0)
-
-
 def fuse(
     dense: Sequence[tuple[Hashable, float]],
     lexical: Sequence[tuple[Hashable, float]],
@@ -159,10 +141,9 @@ def fuse(
         for r, (u, _) in enumerate(lexical):
             fused[u] = fused.get(u, 0.0) + (1.0 - w) / (rrf_k + r + 1)
     else:
-        scale = _minmax if method == "linear" else _dbsf
-        for (u, _), v in zip(dense, scale([s for _, s in dense]), strict=True):
+        for (u, _), v in zip(dense, _minmax([s for _, s in dense]), strict=True):
             fused[u] = fused.get(u, 0.0) + w * float(v)
-        for (u, _), v in zip(lexical, scale([s for _, s in lexical]), strict=True):
+        for (u, _), v in zip(lexical, _minmax([s for _, s in lexical]), strict=True):
             fused[u] = fused.get(u, 0.0) + (1.0 - w) * float(v)
     big = len(dense) + len(lexical) + 1
     return sorted(fused.items(), key=lambda p: (-p[1], rank_d.get(p[0], big), rank_l.get(p[0], big)))
