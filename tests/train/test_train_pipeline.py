@@ -21,7 +21,7 @@ from landmark_rag.encode.config import Pooling
 from landmark_rag.encode.pooling import pad_batch, pool
 from landmark_rag.train import StageConfig, TrainConfig, Trainer, load_articles
 from landmark_rag.train.config import TrainingInputError
-from landmark_rag.train.forward import TokenCache, document_jobs, hf_forward, pool_jobs
+from landmark_rag.train.forward import TokenCache, document_jobs, hf_forward, pool_jobs, pool_standalone
 from landmark_rag.train.prefetch import prefetch_steps
 from landmark_rag.train.trainer import check_device
 
@@ -89,6 +89,36 @@ def test_gathered_pooling_equals_pooling_each_window(tiny_dir):
                     for i, v in zip(job.sentences, vecs, strict=True)}
             want = F.normalize(torch.stack([rows[i] for i in range(n)]), dim=-1)
             torch.testing.assert_close(got[d].detach(), want, rtol=0, atol=1e-6)
+
+
+def test_standalone_units_run_sorted_in_small_batches_with_the_same_vectors(tiny_dir):
+    """The distillation target's lone units go in length-sorted batches of a token budget, not
+    one batch padded to the longest; each vector is the one-batch vector, in the units' order."""
+    encoder = LandmarkEncoder.from_pretrained(str(tiny_dir), device="cpu", pooling="mean", max_length=64)
+    layout = encoder.layout
+    units = [TEXTS[i % len(TEXTS)] * (1 + (7 * i) % 5) for i in range(23)]  # lengths 1x-5x, shuffled
+    jobs = layout.standalone_jobs([ids[: layout.budget] for ids in layout.tokenize_sentences(units, None)])
+    forward = hf_forward(encoder.model, layout)
+    shapes = []
+
+    def counting(ids, mask):
+        shapes.append(tuple(ids.shape))
+        return forward(ids, mask)
+
+    with torch.no_grad():
+        (one,) = pool_jobs(forward, jobs, [len(jobs)], Pooling.MEAN, layout.pad_id, torch.device("cpu"))
+        got = pool_standalone(counting, jobs, Pooling.MEAN, layout.pad_id, torch.device("cpu"), batch_tokens=200)
+        torch.testing.assert_close(got, one, rtol=0, atol=1e-6)
+        assert len(shapes) > 1 and all(rows * width <= 200 or rows == 1 for rows, width in shapes)
+        shapes.clear()  # the width rule alone: a batch grows to 1.25x its narrowest unit (+8)
+        got = pool_standalone(counting, jobs, Pooling.MEAN, layout.pad_id, torch.device("cpu"))
+        torch.testing.assert_close(got, one, rtol=0, atol=1e-6)
+        assert len(shapes) > 1
+    assert sum(r * w for r, w in shapes) < len(jobs) * max(len(j.ids) for j in jobs)  # less padding
+    widths = [w for _, w in shapes]
+    assert widths == sorted(widths) and widths[-1] == max(len(j.ids) for j in jobs)  # sorted by length
+    with pytest.raises(ValueError, match="no units"):
+        pool_standalone(forward, [], Pooling.MEAN, layout.pad_id, torch.device("cpu"))
 
 
 def test_seeded_run_losses_equal_the_reference(tiny_dir, sample_set, tmp_path):

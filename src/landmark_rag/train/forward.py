@@ -38,7 +38,7 @@ Tokenize = Callable[[Sequence[str], Sequence[str] | None], list[np.ndarray]]
 
 __all__ = [
     "Forward", "PreparedJobs", "TokenCache", "document_jobs", "document_vectors", "hf_forward",
-    "pool_jobs", "pool_prepared", "prepare_jobs",
+    "pool_jobs", "pool_prepared", "pool_standalone", "prepare_jobs",
 ]
 
 
@@ -172,6 +172,60 @@ def pool_jobs(
     ``MEAN`` (``encode.pooling.pool``)."""
     prepared = prepare_jobs(jobs, n_out, pad_id, mean=mode == Pooling.MEAN)
     return pool_prepared(forward, prepared, mode, torch.device(device))
+
+
+#: padded tokens per batch of lone units (the distillation target's inputs) on a CPU, and how
+#: much wider than its narrowest unit a batch may grow; an accelerator, where each batch costs
+#: a launch, takes larger and looser batches (``..._ACCELERATOR``)
+STANDALONE_BATCH_TOKENS = 8192
+STANDALONE_WIDTH_GROWTH = 1.25
+STANDALONE_BATCH_TOKENS_ACCELERATOR = 65536
+STANDALONE_WIDTH_GROWTH_ACCELERATOR = 2.0
+
+
+def pool_standalone(
+    forward: Forward, jobs: Sequence[Job], mode: Pooling, pad_id: int, device: torch.device,
+    batch_tokens: int | None = None, width_growth: float | None = None,
+) -> torch.Tensor:
+    """``[len(jobs), dim]`` L2-normalised vectors, one per job, in the jobs' order; each job is
+    one unit (``Layout.standalone_jobs``). The jobs run sorted by length, in batches of at
+    most ``batch_tokens`` padded tokens whose widest unit is at most ``width_growth`` times
+    their narrowest plus 8 tokens (defaults: :data:`STANDALONE_BATCH_TOKENS` and
+    :data:`STANDALONE_WIDTH_GROWTH` on a CPU).
+
+    Why: a step's new units went through as one batch padded to the longest of them, and
+    sentences vary a lot in length, so that forward pass computed about three padding tokens
+    for every real one. Each vector is what the unit gives alone; only the padding around it
+    changes, so they agree with the one batch's to float rounding."""
+    if not jobs:
+        raise ValueError("no units to embed")
+    device = torch.device(device)
+    cpu = device.type == "cpu"
+    if batch_tokens is None:
+        batch_tokens = STANDALONE_BATCH_TOKENS if cpu else STANDALONE_BATCH_TOKENS_ACCELERATOR
+    if width_growth is None:
+        width_growth = STANDALONE_WIDTH_GROWTH if cpu else STANDALONE_WIDTH_GROWTH_ACCELERATOR
+    out: list[torch.Tensor | None] = [None] * len(jobs)
+    order = sorted(range(len(jobs)), key=lambda i: len(jobs[i].ids))
+    batch: list[int] = []
+
+    def run() -> None:
+        lone = [replace(jobs[i], doc=0, sentences=np.array([k])) for k, i in enumerate(batch)]
+        (vecs,) = pool_jobs(forward, lone, [len(lone)], mode, pad_id, device)
+        for k, i in enumerate(batch):
+            out[i] = vecs[k]
+
+    for i in order:  # ascending: the job joining a batch is its widest
+        width = len(jobs[i].ids)
+        if batch and (
+            width * (len(batch) + 1) > batch_tokens or width > width_growth * len(jobs[batch[0]].ids) + 8
+        ):
+            run()
+            batch = []
+        batch.append(i)
+    if batch:
+        run()
+    return torch.stack(out)  # type: ignore[arg-type]
 
 
 def document_jobs(

@@ -44,8 +44,8 @@ from landmark_rag.train.forward import (
     document_jobs,
     document_vectors,
     hf_forward,
-    pool_jobs,
     pool_prepared,
+    pool_standalone,
     prepare_jobs,
 )
 from landmark_rag.train.loss import distillation_loss, position_aware_contrastive_loss
@@ -184,16 +184,16 @@ class Trainer:
         if missing:
             # tokenised as standalone sentences (capped at a whole window, no landmark)
             jobs = self.layout.standalone_jobs(self.tokens.standalone(missing))
-            args = (jobs, [len(missing)], Pooling.MEAN, self.layout.pad_id, self.device)
+            args = (jobs, Pooling.MEAN, self.layout.pad_id, self.device)
             with torch.no_grad():
                 if self.peft_model is not None:
                     with self.peft_model.disable_adapter():
                         was = self.model.training
                         self.model.eval()
-                        (vecs,) = pool_jobs(self._forward, *args)
+                        vecs = pool_standalone(self._forward, *args)
                         self.model.train(was)
                 elif self.teacher is not None:
-                    (vecs,) = pool_jobs(hf_forward(self.teacher), *args)
+                    vecs = pool_standalone(hf_forward(self.teacher), *args)
                 else:  # _trainable_model sets one of the two
                     raise RuntimeError("no distillation target: neither a LoRA model nor a frozen copy")
             for u, v in zip(missing, vecs, strict=True):
