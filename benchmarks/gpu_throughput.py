@@ -475,6 +475,7 @@ def main(argv: list[str] | None = None) -> dict:
         "host_cores": os.cpu_count(), "torch": torch.__version__, "arch": ARCHS[args.arch],
         "documents": len(texts), "tokens": n_tokens, "tokens_per_s": rate, "ratios": ratios,
         "fast_tokenizer": fast_tokenizer(tmp / "full"),
+        "runtime": full.runtime().as_dict(),  # what the default's settings chose on this machine
         "command": "python benchmarks/gpu_throughput.py " + " ".join(argv if argv is not None else sys.argv[1:]),
     }
     print(f"\n{result['device']} ({result['host_cores']} host cores), {ARCHS[args.arch]} random weights, "
