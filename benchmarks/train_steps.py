@@ -17,7 +17,9 @@ changes it only at float rounding):
 - ``glibc``: glibc's defaults (``LANDMARK_RAG_MALLOPT=0``);
 - ``one-batch``: memory kept, and the distillation target's lone units of a step in one batch
   padded to the longest (what training did before ``train.forward.pool_standalone`` sorted them
-  into batches of a token budget).
+  into batches of a token budget);
+- ``no-dropout``: memory kept, the base model's dropout off (``model_dropout`` 0; a recipe
+  change, so its losses differ).
 
     python benchmarks/train_steps.py                       # mpnet recipe, 6 steps, 2 rounds
     python benchmarks/train_steps.py -c docs/experiments/runs/minilm-general-v1-2800.json --steps 10
@@ -34,7 +36,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-POLICIES = ("kept", "pinned", "glibc", "one-batch")
+POLICIES = ("kept", "pinned", "glibc", "one-batch", "no-dropout")
 
 CHILD = r"""
 import json, resource, sys
@@ -52,6 +54,8 @@ cfg = TrainConfig.load(config_path).to_dict()
 cfg["data"] = [d if not isinstance(d, dict) else {**d, "val": ""} for d in cfg["data"]
                if not isinstance(d, dict) or d.get("train") != ""]
 cfg["stages"] = [{**cfg["stages"][0], "steps": int(steps)}]  # the first stage's first steps
+if policy == "no-dropout":
+    cfg["model_dropout"] = 0.0
 cfg.update(eval_every=0, save_every=0, threads=int(threads), output_dir=out_dir, device="cpu", mixed_precision="no")
 _, history = trainer_module.train(TrainConfig.from_dict(cfg))
 usage = resource.getrusage(resource.RUSAGE_SELF)

@@ -143,6 +143,35 @@ def test_seeded_run_losses_equal_the_reference(tiny_dir, sample_set, tmp_path):
         np.testing.assert_allclose(got, want[f"lora={lora},new_lmk={new_lmk}"], rtol=0, atol=2e-5)
 
 
+def test_model_dropout_sets_the_base_models_dropout_and_leaves_loras(tiny_dir, sample_set, tmp_path):
+    """``model_dropout`` reaches every dropout of the base model (none left at its config's 0.1),
+    LoRA's own dropout stays ``lora_dropout``, and the choice is saved with the run's config."""
+    def run(dropout):
+        cfg = TrainConfig(
+            base_model=str(tiny_dir), output_dir=str(tmp_path / f"d{dropout}"), pooling="mean",
+            query_pooling="mean", data=[str(sample_set)], lora=True, lora_r=4, lora_dropout=0.05,
+            max_length=64, seed=1, device="cpu", model_dropout=dropout,
+            stages=[StageConfig("longdoc", 2, examples_per_batch=2, queries_per_example=3)],
+        )
+        encoder = LandmarkEncoder.from_pretrained(str(tiny_dir), device="cpu", pooling="mean", max_length=64)
+        trainer = Trainer(encoder, cfg, load_articles(cfg, encoder)[0])
+        return trainer, [h["loss"] for h in trainer.train() if "loss" in h]
+
+    trainer, _ = run(0.0)
+    rates = {name: m.p for name, m in trainer.peft_model.named_modules() if isinstance(m, torch.nn.Dropout)}
+    lora = {n: p for n, p in rates.items() if "lora_dropout" in n}
+    base = {n: p for n, p in rates.items() if "lora_dropout" not in n}
+    assert lora and set(lora.values()) == {0.05}
+    assert base and set(base.values()) == {0.0}  # attention and hidden dropout alike
+    saved = trainer.config.to_dict()
+    assert saved["model_dropout"] == 0.0 and TrainConfig.from_dict(saved).model_dropout == 0.0
+    kept, _ = run(None)
+    assert {m.p for n, m in kept.peft_model.named_modules()
+            if isinstance(m, torch.nn.Dropout) and "lora_dropout" not in n} == {0.1}  # the model's own
+    with pytest.raises(TrainingInputError, match="model_dropout"):
+        TrainConfig(model_dropout=1.0)
+
+
 class _CountingTokenizer:
     """A tokenizer that counts the texts it is asked to tokenise, in any form."""
 

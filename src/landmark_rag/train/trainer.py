@@ -129,6 +129,8 @@ class Trainer:
         """What the optimizer trains: LoRA layers injected into the encoder's model, or the
         whole model next to a frozen copy of it (the distillation target)."""
         config, encoder = self.config, self.encoder
+        if config.model_dropout is not None:  # before LoRA's layers exist: they keep lora_dropout
+            set_dropout(encoder.model, float(config.model_dropout))
         self.teacher = None
         if not config.lora:
             self.peft_model = None
@@ -674,3 +676,14 @@ def check_device(config: TrainConfig) -> None:
         raise TrainingInputError("--device mps: the MPS backend is not available on this machine")
     if config.mixed_precision == "fp16" and device in ("", "cpu") and not torch.cuda.is_available():
         raise TrainingInputError("--mixed-precision fp16 needs a GPU; on a CPU use bf16 (or no)")
+
+
+def set_dropout(model: torch.nn.Module, p: float) -> None:
+    """Every dropout of ``model`` to ``p``: its ``nn.Dropout`` layers (BERT's and MPNet's
+    attention dropout is one, read as ``.p`` by SDPA too) and the attention modules that keep
+    a plain ``attention_dropout`` number (Llama, Mistral)."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = p
+        elif isinstance(getattr(module, "attention_dropout", None), float):
+            module.attention_dropout = p
