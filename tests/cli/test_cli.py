@@ -169,6 +169,7 @@ def test_info(indexed: Path) -> None:
     assert info["gguf_cache"].endswith("gguf")
     text = cli("info", "--db", indexed).stdout
     assert info["model"] in text and "384" in text and "gguf" in text
+    assert "incomplete" not in text  # no row for none
     runtime = json.loads(cli("info", "--db", indexed, "--runtime", "--json").stdout)
     assert runtime["model"] == info["model"] and runtime["device"] == "cpu"  # the store's model, loaded
 
@@ -268,6 +269,8 @@ def test_interrupted_write_stays_invisible_and_next_run_completes(corpus: Path, 
 
     info = json.loads(cli("info", "--db", db, "--json").stdout)
     assert info["incomplete_documents"] == 1  # oxygen's sentences are stored ...
+    table = cli("info", "--db", db).stdout  # the label wraps on an 80-column terminal
+    assert "incomplete documents (interrupted;" in table and "re-run index)" in table
     rows = query_json(db, OXYGEN_Q[0], "-k", 3)  # ... but no query can see them
     assert rows and all(r["doc_id"] != "oxygen.txt" for r in rows)
 

@@ -72,23 +72,8 @@ def info_command(
         "sentences": store.count_sentences(),
         "gguf_cache": str(cache_dir() / "gguf"),
     }
-    if as_json:
-        sys.stdout.write(json.dumps(info, indent=1) + "\n")
-        return
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold")
-    table.add_column()
-    for key, value in info.items():
-        if key == "incomplete_documents" and not value:
-            continue
-        label = key.replace("_", " ")
-        if key == "incomplete_documents":
-            label += " (interrupted; re-run index)"
-        table.add_row(label, Text("-" if value is None else str(value)))
-    console.print(table)
+    interrupted = "incomplete documents (interrupted; re-run index)" if info["incomplete_documents"] else None
+    _print_pairs(info, as_json, {"incomplete_documents": interrupted})
 
 
 def _print_runtime(db: str, collection: str, model: str | None, device: str | None, as_json: bool) -> None:
@@ -108,8 +93,9 @@ def _print_runtime(db: str, collection: str, model: str | None, device: str | No
     _print_pairs(encoder.runtime().as_dict(), as_json)
 
 
-def _print_pairs(info: dict, as_json: bool) -> None:
-    """``info`` as one JSON object, or as a two-column table on the terminal."""
+def _print_pairs(info: dict, as_json: bool, labels: dict[str, str | None] | None = None) -> None:
+    """``info`` as one JSON object, or as a two-column table on the terminal; ``labels`` names
+    a key's row in the table (``None``: no row), else the key with spaces."""
     if as_json:
         sys.stdout.write(json.dumps(info, indent=1) + "\n")
         return
@@ -120,7 +106,9 @@ def _print_pairs(info: dict, as_json: bool) -> None:
     table.add_column(style="bold")
     table.add_column()
     for key, value in info.items():
-        table.add_row(key.replace("_", " "), Text("-" if value is None else str(value)))
+        label = (labels or {}).get(key, key.replace("_", " "))
+        if label is not None:
+            table.add_row(label, Text("-" if value is None else str(value)))
     console.print(table)
 
 
