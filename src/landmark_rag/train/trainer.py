@@ -686,4 +686,4 @@ def set_dropout(model: torch.nn.Module, p: float) -> None:
         if isinstance(module, torch.nn.Dropout):
             module.p = p
         elif isinstance(getattr(module, "attention_dropout", None), float):
-            module.attention_dropout = p
+            setattr(module, "attention_dropout", p)  # noqa: B010 - a plain float attribute, not a submodule
