@@ -208,21 +208,6 @@ def index_run(encoder: object, texts: list[str], root: Path, mode: str) -> Calla
     return run
 
 
-def fast_tokenizer(model_dir: Path) -> str | None:
-    """Which tokenizer the ASCII sentences went to in this run: flash-tokenizer's version where
-    the package uses it for this model (``segment/tokens.py``), else ``None``."""
-    from transformers import AutoTokenizer
-
-    from landmark_rag.segment.tokens import TextTokenizer
-
-    twin = TextTokenizer(AutoTokenizer.from_pretrained(model_dir)).twin
-    if twin is None or twin.flash() is None:
-        return None
-    from importlib.metadata import version
-
-    return f"flash-tokenizer {version('flash-tokenizer')}"
-
-
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N")
@@ -266,6 +251,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     from landmark_rag.encode.encoder import LandmarkEncoder
     from landmark_rag.encode.runtime import process
+    from landmark_rag.encode.runtime.describe import flash_tokenizer
 
     tmp = Path(tempfile.mkdtemp(prefix="gpu-throughput-"))
     full = LandmarkEncoder.from_pretrained(build_model_dir(args.arch, tmp / "full"), device=device)
@@ -474,7 +460,7 @@ def main(argv: list[str] | None = None) -> dict:
         "device": torch.cuda.get_device_name(device) if cuda else platform.processor() or platform.machine(),
         "host_cores": os.cpu_count(), "torch": torch.__version__, "arch": ARCHS[args.arch],
         "documents": len(texts), "tokens": n_tokens, "tokens_per_s": rate, "ratios": ratios,
-        "fast_tokenizer": fast_tokenizer(tmp / "full"),
+        "fast_tokenizer": flash_tokenizer(full.tokenizer),  # where ASCII sentences went in this run
         "runtime": full.runtime().as_dict(),  # what the default's settings chose on this machine
         "command": "python benchmarks/gpu_throughput.py " + " ".join(argv if argv is not None else sys.argv[1:]),
     }

@@ -12,6 +12,7 @@ show it.
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ from landmark_rag.encode.runtime import process as prepare_process
 from landmark_rag.encode.runtime.parallel import auto_workers
 from landmark_rag.segment.tokens import text_tokenizer
 
-__all__ = ["RuntimeInfo", "describe"]
+__all__ = ["RuntimeInfo", "describe", "flash_tokenizer"]
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,8 @@ def describe(encoder: Any) -> RuntimeInfo:
     if device.type == "cuda":
         batching = f"{encoder.auto_batch_tokens():,} padded tokens a batch (from free device memory)"
     else:
-        batching = "16 windows a batch (encode_documents' batch_size)"
+        size = inspect.signature(type(encoder).encode_documents).parameters["batch_size"].default
+        batching = f"{size} windows a batch (encode_documents' batch_size)"
     return RuntimeInfo(
         model=str(encoder.model_name),
         device=str(device),
@@ -107,17 +109,23 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def flash_tokenizer(tokenizer: Any) -> str | None:
+    """``flash-tokenizer VERSION`` where it takes this tokenizer's ASCII sentences (probed
+    against the backend the first time, as encoding does), else ``None``."""
+    twin = text_tokenizer(tokenizer).twin
+    if twin is None or twin.flash() is None:
+        return None
+    return f"flash-tokenizer {_version('flash-tokenizer')}"
+
+
 def _tokenizer(tokenizer: Any) -> str:
     """Which code tokenises: transformers' own call, the tokenizers backend, or flash-tokenizer
-    for ASCII text (probed against the backend the first time, as encoding does)."""
-    tt = text_tokenizer(tokenizer)
-    if not tt.fast:
+    for ASCII text."""
+    if not text_tokenizer(tokenizer).fast:
         return f"transformers ({type(tokenizer).__name__})"
     backend = f"tokenizers {_version('tokenizers')}"
-    twin = tt.twin
-    if twin is not None and twin.flash() is not None:
-        return f"flash-tokenizer {_version('flash-tokenizer')} for ASCII text, {backend} otherwise"
-    return backend
+    flash = flash_tokenizer(tokenizer)
+    return f"{flash} for ASCII text, {backend} otherwise" if flash else backend
 
 
 def _version(dist: str) -> str:
