@@ -77,7 +77,9 @@ def test_queries_and_texts(tiny_encoder) -> None:
     assert enc.encode_queries([]).shape == (0, enc.dim)
     t = enc.encode_texts(["One sentence.", "Two sentences. Here.", ""])
     assert t.shape == (3, enc.dim)
-    assert np.allclose(t[2], 0)  # nothing to embed: a zero vector, not NaN
+    # no sentence: the model's vector of the text itself (as a query), never a zero vector
+    np.testing.assert_allclose(t[2], enc.encode_query(""), atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(t, axis=1), 1.0, atol=1e-5)
     assert np.isfinite(t).all()
 
 

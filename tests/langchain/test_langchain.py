@@ -285,8 +285,22 @@ def test_retriever_options_strategy_filter_and_order(squad: SquadCollection):
     )
     with pytest.raises(TypeError, match="top_k"):
         LandmarkRetriever(**base).invoke(q, top_k=2)
+    with pytest.raises(ValueError, match="at least 1"):
+        LandmarkRetriever(**base).invoke(q, k=0)
     with pytest.raises(ValueError):
         LandmarkRetriever(**base, strategy="sideways")
+    # as_retriever's spelling sets k and the filter; unknown arguments are refused, never dropped
+    by_kwargs = LandmarkRetriever(**base, search_kwargs={"k": 3, "filter": {"title": title}})
+    assert (by_kwargs.k, by_kwargs.where) == (3, {"title": title})
+    assert [p.id for p in by_kwargs.invoke(q)] == [p.id for p in filtered]
+    with pytest.raises(ValueError, match="fetch_k"):
+        LandmarkRetriever(**base, search_kwargs={"fetch_k": 20})
+    with pytest.raises(ValueError, match="given twice"):
+        LandmarkRetriever(**base, k=2, search_kwargs={"k": 3})
+    with pytest.raises(ValueError, match="kk"):
+        LandmarkRetriever(**base, kk=3)
+    with pytest.raises(ValueError, match="top_n"):
+        BoundaryExpansionCompressor(**base, top_n=3)
 
 
 def test_retriever_modes(squad: SquadCollection):

@@ -133,6 +133,25 @@ def test_compressor_expands_hits_of_any_store(make_store, tiny_embeddings):
         BoundaryExpansionCompressor(docstore=object())
 
 
+def test_a_passage_never_mixes_two_versions_of_an_upserted_document(tiny_embeddings):
+    # such stores upsert by id: a document re-split shorter keeps its old tail (doc:2, doc:3)
+    splitter = LandmarkTextSplitter(embeddings=tiny_embeddings)
+    old = Document(id="town", page_content="Alpha founded the town in 1800. Beta built the mill in 1850. "
+                                           "Gamma opened the school in 1900. Delta closed the mine in 1950.")
+    new = Document(id="town", page_content="Alpha founded the town in 1801. The mill burned down in 1860.")
+    store = InMemoryVectorStore(embedding=tiny_embeddings)
+    store.add_documents(splitter.split_documents([old]))
+    store.add_documents(splitter.split_documents([new]))
+    assert sorted(store.store) == ["town:0", "town:1", "town:2", "town:3"]  # the stale tail is there
+    compressor = BoundaryExpansionCompressor(docstore=store, embeddings=tiny_embeddings, strategy="surround")
+    # the best hit's version decides; hits of the other version are dropped
+    for hit_ids, version in ((["town:1"], new), (["town:1", "town:2"], new), (["town:2", "town:1"], old)):
+        passages = compressor.compress_documents(store.get_by_ids(hit_ids), "mill")
+        assert len(passages) == 1
+        p = passages[0]
+        assert version.page_content[p.metadata["start"] : p.metadata["end"]] == p.page_content
+
+
 def test_compressor_without_sentences_says_what_is_missing(tmp_path):
     LandmarkRetriever(persist_directory=str(tmp_path), collection_name="notes")  # a store with another collection
     with pytest.raises(LookupError) as caught:

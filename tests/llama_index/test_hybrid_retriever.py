@@ -92,6 +92,48 @@ async def test_async_retrieve_matches_sync(setup):
     assert got == sync
 
 
+def test_a_replace_documents_collection_fuses_each_sentence_once(tmp_path, squad_articles, minilm):
+    """Versioned records (``doc:i@version``) and a manifest: both halves read the versions readers
+    see, so every sentence is fused once, ``similarity_top_k`` holds, and a hit's node id is the
+    stored record's id, as LlamaIndex's own vector retriever names it."""
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+
+    from landmark_rag.llama_index import ReplaceDocuments
+
+    docs = [
+        Document(text="\n\n".join(a.text.split("\n\n")[:PARAGRAPHS]), id_=a.title, metadata={"title": a.title})
+        for a in squad_articles[:2]
+    ]
+    collection = chromadb.PersistentClient(path=str(tmp_path / "db")).get_or_create_collection("landmark")
+    vs = ChromaVectorStore(chroma_collection=collection)
+    embed = LandmarkEmbedding(encoder=minilm)
+    IngestionPipeline(
+        transformations=[LandmarkNodeParser(), embed, ReplaceDocuments(vs, embed_model=embed)], vector_store=vs
+    ).run(documents=docs)
+    stored = set(collection.get(include=[])["ids"])
+    assert all("@" in i for i in stored)  # versioned: the case under test
+    retriever = LandmarkHybridRetriever(vs, embed, similarity_top_k=5, mode="hybrid", cache_dir=False)
+    q = squad_articles[0].questions[0].text
+    hits = retriever.retrieve(q)
+    ids = [h.node.node_id for h in hits]
+    assert len(hits) == 5 and len(set(ids)) == 5 and set(ids) <= stored
+    assert all("_dense_score" in h.node.metadata and "_lexical_score" in h.node.metadata for h in hits[:1])
+
+    title = docs[1].id_
+    filters = MetadataFilters(filters=[MetadataFilter(key="title", value=title)])
+    dense = LandmarkHybridRetriever(vs, embed, similarity_top_k=3, mode="dense", filters=filters)
+    by_where = LandmarkHybridRetriever(vs, embed, similarity_top_k=3, mode="dense", where={"title": title})
+    vector = VectorStoreIndex.from_vector_store(vs, embed_model=embed).as_retriever(similarity_top_k=3, filters=filters)
+    got = [h.node.node_id for h in dense.retrieve(q)]
+    assert got == [h.node.node_id for h in by_where.retrieve(q)] == [h.node.node_id for h in vector.retrieve(q)]
+    assert all(i.startswith(f"{title}:") for i in got)
+    both = LandmarkHybridRetriever(vs, embed, mode="dense", filters=filters, where={"title": docs[0].id_})
+    assert both.retrieve(q) == []  # both must match: no sentence has two titles
+    with pytest.raises(TypeError, match="MetadataFilters"):
+        LandmarkHybridRetriever(vs, embed, filters={"title": title})  # type: ignore[arg-type]
+
+
 def test_a_lexical_only_retriever_searches_with_the_recorded_models_fusion(tmp_path):
     """No embed_model: the BM25 parameters and lexical context still come from the model the
     store records (its landmark_config.json, read without weights), under the caller's overrides."""

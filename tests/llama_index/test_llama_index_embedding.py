@@ -115,6 +115,19 @@ def test_bare_texts_and_queries(minilm, minilm_mean):
     np.testing.assert_allclose(doc.embedding, minilm.encode_texts(texts[1:])[0], atol=1e-5)
 
 
+def test_a_blank_text_gets_a_rankable_vector(minilm):
+    # VectorStoreIndex drops only empty nodes, so a whitespace node reaches the model; a zero
+    # vector there gave NaN in LlamaIndex's similarity and ranked first in Chroma
+    embed = LandmarkEmbedding(encoder=minilm)
+    texts = ["The old water mill burned down in 1860.", " \n ", "Cats are mammals."]
+    got = np.asarray(embed.get_text_embedding_batch(texts))
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(got[1], minilm.encode_query(texts[1]), atol=1e-5)
+    q = embed.get_query_embedding("When did the mill burn down?")
+    sims = [embed.similarity(q, list(v)) for v in got]
+    assert np.isfinite(sims).all() and int(np.argmax(sims)) == 0
+
+
 def test_lazy_loading_from_a_model_name():
     embed = LandmarkEmbedding("all-MiniLM-L6-v2", device="cpu", pooling="mean", embed_batch_size=4)
     assert embed._encoder is None  # constructing costs nothing

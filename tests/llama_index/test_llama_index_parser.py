@@ -161,6 +161,19 @@ async def test_async_parsing_matches_sync(docs):
     assert [(n.id_, n.start_char_idx, n.metadata) for n in a] == [(n.id_, n.start_char_idx, n.metadata) for n in b]
 
 
+async def test_async_parsing_runs_off_the_event_loop():
+    import threading
+
+    threads: list[int] = []
+
+    def segmenter(text: str) -> list[tuple[int, int]]:
+        threads.append(threading.get_ident())
+        return [(0, len(text))]
+
+    nodes = await LandmarkNodeParser(segmenter=segmenter).acall([Document(text="One. Two.", id_="d")])
+    assert len(nodes) == 1 and threads and threading.get_ident() not in threads
+
+
 def test_pickled_parser_refuses_to_lose_a_custom_segmenter():
     import pickle
 

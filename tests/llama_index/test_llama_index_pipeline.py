@@ -241,6 +241,44 @@ def test_reingest_plain_pattern_replaces_old_sentences(tmp_path, docs, embed):
     assert collection.count() == len(_expected(shrunk)) + len(other)
 
 
+def test_going_back_to_an_earlier_text_rewrites_it_despite_the_ingestion_cache(tmp_path, docs, embed):
+    # IngestionPipeline caches each transformation by its input nodes and to_dict(); a cache hit
+    # on ReplaceDocuments would hand on its old output without writing (A, B, A left B live)
+    collection = chromadb.PersistentClient(path=str(tmp_path / "db")).get_or_create_collection("landmark")
+    vs = ChromaVectorStore(chroma_collection=collection)
+    pipeline = IngestionPipeline(
+        transformations=[LandmarkNodeParser(), embed, ReplaceDocuments(vs, embed_model=embed)], vector_store=vs
+    )
+    assert pipeline.cache is not None  # LlamaIndex's default: the case this guards
+    a = docs[0]
+    b = Document(text=a.text.split("\n\n")[0], id_=a.id_)
+    for doc in (a, b, a):
+        pipeline.run(documents=[doc])
+        assert _stored(collection, a.id_) == _expected(doc)  # the last text, and nothing else
+    store = ChromaSentenceStore.for_collection(collection)
+    live = store.read_documents({a.id_: None})[a.id_]  # what readers see: A's version
+    assert [s.text for s in live.sentences] == [t for _, t in _expected(a)]
+
+
+def test_replace_documents_delete_clears_the_manifest_too(tmp_path, docs, embed):
+    from landmark_rag import LandmarkIndex
+
+    collection = chromadb.PersistentClient(path=str(tmp_path / "db")).get_or_create_collection("landmark")
+    vs = ChromaVectorStore(chroma_collection=collection)
+    replace = ReplaceDocuments(vs, embed_model=embed)
+    IngestionPipeline(transformations=[LandmarkNodeParser(), embed, replace], vector_store=vs).run(documents=docs[:2])
+    gone, kept = docs[0], docs[1]
+    assert replace.delete([gone.id_, "no-such-document"]) == len(_expected(gone))
+    assert _stored(collection, gone.id_) == [] and _stored(collection, kept.id_) == _expected(kept)
+    store = ChromaSentenceStore.for_collection(collection)
+    assert gone.id_ not in store.documents() and kept.id_ in store.documents()
+    # so the same text added again through the core is written, not skipped as unchanged
+    LandmarkIndex(store, embed.encoder).add_texts([gone.text], ids=[gone.id_])
+    assert [t for _, t in _stored(collection, gone.id_)] == [t for _, t in _expected(gone)]
+    with pytest.raises(TypeError, match="list of document ids"):
+        replace.delete(kept.id_)
+
+
 def test_reingest_with_docstore_upserts(tmp_path, docs, embed):
     collection = chromadb.PersistentClient(path=str(tmp_path / "db")).get_or_create_collection("landmark")
     vs = ChromaVectorStore(chroma_collection=collection)

@@ -717,13 +717,20 @@ class LandmarkEncoder:
         """Embed standalone texts (no surrounding document), one vector per text.
 
         Each text is treated as its own document and its sentence vectors are averaged;
-        this is what a framework gets when it asks to embed a bare string.
+        this is what a framework gets when it asks to embed a bare string. A text with no
+        sentence (empty or whitespace) gets the model's vector of the text itself, as a query
+        is encoded (its special tokens), as sentence-transformers gives for ``""``: a zero
+        vector would have no cosine to rank by (NaN in LlamaIndex's similarity).
         """
-        docs = self.encode_documents(list(texts), batch_size=batch_size, show_progress=show_progress)
+        texts = list(texts)
+        docs = self.encode_documents(texts, batch_size=batch_size, show_progress=show_progress)
         out = np.zeros((len(docs), self.dim), dtype=np.float32)
         for i, doc in enumerate(docs):
             if len(doc):
                 out[i] = doc.embeddings.mean(0)
+        blank = [i for i, doc in enumerate(docs) if not len(doc)]
+        if blank:
+            out[blank] = self.encode_queries([texts[i] for i in blank], batch_size=batch_size)
         return _normalise(out)
 
     def runtime(self) -> RuntimeInfo:

@@ -560,9 +560,12 @@ class LandmarkIndex:
         visible = getattr(self.store, "visible_hits", None)
         if callable(visible):  # hits read raw by a framework: drop versions readers must not see
             hits = visible(hits)
+        # a source that cannot tell a document's live version reads each at its hits' version
+        pinned = getattr(self.store, "pinned_to", None)
+        source = pinned(hits) if callable(pinned) else self.store
         passages = expand_hits(
             hits,
-            self.store,
+            source,
             self.resolve_strategy(strategy),
             query_vector=vector,
             count_tokens=self._token_counter(),

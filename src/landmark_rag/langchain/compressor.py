@@ -59,7 +59,8 @@ class BoundaryExpansionCompressor(CollectionAdapter, BaseDocumentCompressor):
     - ``order``: ``score`` (best first) or ``document`` (reading order).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, protected_namespaces=())
+    # unknown arguments refused, not dropped (BaseDocumentCompressor would drop them)
+    model_config = ConfigDict(arbitrary_types_allowed=True, protected_namespaces=(), extra="forbid")
 
     embeddings: LandmarkEmbeddings | None = None
     persist_directory: str | None = None

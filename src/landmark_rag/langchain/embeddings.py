@@ -132,14 +132,8 @@ class LandmarkEmbeddings(BaseModel, Embeddings):
         return out.astype(float).tolist()
 
     def _embed_alone(self, texts: list[str]) -> np.ndarray:
-        vecs = self.encoder.encode_texts(texts, batch_size=self._batch_size(), show_progress=self.show_progress)
-        blank = [i for i, t in enumerate(texts) if not t.strip()]
-        if blank:
-            # no sentences, so no sentence vectors to average (that gave a zero vector, which a
-            # cosine index cannot rank): the model's vector of the text itself, as a
-            # sentence-transformers model gives for "" (its special tokens only)
-            vecs[blank] = self.encoder.encode_queries([texts[i] for i in blank], batch_size=self.query_batch_size)
-        return vecs
+        # a blank text gets the model's vector of the text itself, never a zero vector (encode_texts)
+        return self.encoder.encode_texts(texts, batch_size=self._batch_size(), show_progress=self.show_progress)
 
     def embed_query(self, text: str) -> list[float]:
         """Embed a query (``query + LMK`` for landmark-trained models)."""

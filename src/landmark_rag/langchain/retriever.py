@@ -27,7 +27,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, Callba
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from landmark_rag.expand import Strategy
 from landmark_rag.index import LandmarkIndex
@@ -65,12 +65,17 @@ class LandmarkRetriever(CollectionAdapter, BaseRetriever):
     - ``fusion``: overrides of the model's fusion settings, e.g. ``{"method": "rrf",
       "weight": 0.5, "language": "de"}`` (see ``landmark_rag.retrieve.fusion.FusionConfig``).
     - ``where``: a Chroma metadata filter applied to the sentence search (both halves).
+      ``invoke(query, filter=...)`` (or ``where=``) replaces it for one call, as a
+      ``VectorStoreRetriever``'s call-time ``search_kwargs`` replace its own.
+    - ``search_kwargs``: accepted for ``as_retriever`` habits, ``{"k": ..., "filter": ...}``
+      (or ``"where"``) set ``k`` and ``where``; other keys are refused. Unknown constructor
+      arguments are refused too, never silently dropped.
     - ``order``: ``score`` (best first) or ``document`` (reading order).
     - ``skip_unchanged``: re-adding a document whose text and metadata are unchanged does
       not re-encode it.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, protected_namespaces=())
+    model_config = ConfigDict(arbitrary_types_allowed=True, protected_namespaces=(), extra="forbid")
 
     embeddings: LandmarkEmbeddings | None = None
     persist_directory: str | None = None
@@ -88,6 +93,27 @@ class LandmarkRetriever(CollectionAdapter, BaseRetriever):
 
     _store: ChromaSentenceStore | None = PrivateAttr(default=None)
     _index: LandmarkIndex | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_search_kwargs(cls, data: Any) -> Any:
+        """``search_kwargs={"k": 3, "filter": {...}}`` (``VectorStore.as_retriever``'s spelling)
+        set ``k`` and ``where``; anything else in it is refused, not dropped."""
+        if not isinstance(data, dict) or "search_kwargs" not in data:
+            return data
+        data = dict(data)
+        given = dict(data.pop("search_kwargs") or {})
+        unknown = set(given) - {"k", "filter", "where"}
+        if unknown:
+            raise ValueError(f"search_kwargs {sorted(unknown)} not supported; LandmarkRetriever takes k and filter (or where)")
+        if "filter" in given and "where" in given:
+            raise ValueError("search_kwargs: give filter or where, not both")
+        for key, field in (("k", "k"), ("filter", "where"), ("where", "where")):
+            if key in given:
+                if field in data and data[field] != given[key]:
+                    raise ValueError(f"{field} given twice: as {field}= and in search_kwargs")
+                data[field] = given[key]
+        return data
 
     def model_post_init(self, context: Any, /) -> None:
         FusionConfig.from_dict(self._fusion_overrides())  # fail at construction on bad settings
@@ -207,6 +233,8 @@ class LandmarkRetriever(CollectionAdapter, BaseRetriever):
                 f"unexpected retriever options {sorted(unknown)}; known: k, where (or filter), strategy, mode"
             )
         k = self.k if k is None else int(k)
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
         passages = self.index.search(
             query, k, strategy=strategy, where=where or filter or self.where, order=self.order, mode=mode  # type: ignore[arg-type]
         )

@@ -17,8 +17,8 @@ import numpy as np
 from langchain_core.documents import Document
 
 from landmark_rag.langchain.convert import has_sentence_metadata
-from landmark_rag.store.schema import sentence_from_metadata, sentence_id
-from landmark_rag.types import Sentence
+from landmark_rag.store.schema import DOC_HASH, sentence_from_metadata, sentence_id
+from landmark_rag.types import Hit, Sentence
 
 
 class DocumentSentenceSource:
@@ -31,6 +31,14 @@ class DocumentSentenceSource:
     and ``from_documents`` take ``Document.id``). Vectors are not read: such a store has no
     common way to return them, so hits keep their input scores and the adaptive strategy,
     which compares neighbours' vectors, is not available.
+
+    One version per passage: such stores upsert by id, so a document split again after an
+    edit under the same ids keeps the old version's sentences past the new end (``doc:3`` of
+    four after a re-split into two). Each sentence carries its document's content hash, and
+    a passage is built from sentences of its best hit's version only (:meth:`visible_hits`,
+    :meth:`pinned_to`), so it stays an exact slice of one text. Which version is current no
+    such store can say: delete the old ids before re-adding (or use LangChain's ``index()``
+    with a record manager).
     """
 
     def __init__(self, documents: Sequence[Document] | None = None, docstore: Any = None) -> None:
@@ -69,9 +77,26 @@ class DocumentSentenceSource:
         return {i: d for i, d in out.items() if has_sentence_metadata(d)}
 
     def get_sentences(self, doc_id: str, indices: Iterable[int]) -> dict[int, Sentence]:
+        return self._sentences(doc_id, indices, None)
+
+    def _sentences(self, doc_id: str, indices: Iterable[int], version: str | None) -> dict[int, Sentence]:
         wanted = {sentence_id(doc_id, i): i for i in indices if i >= 0}
         found = self.lookup(list(wanted))
-        return {wanted[sid]: sentence_from_metadata(d.page_content, d.metadata) for sid, d in found.items()}
+        return {
+            wanted[sid]: sentence_from_metadata(d.page_content, d.metadata)
+            for sid, d in found.items()
+            if version is None or d.metadata.get(DOC_HASH) in (None, version)
+        }
+
+    def visible_hits(self, hits: Sequence[Hit]) -> list[Hit]:
+        """``hits`` without those of another version of a document than its best hit's
+        (hits in rank order; a hit without a content hash is kept)."""
+        versions = _versions(hits)
+        return [h for h in hits if h.metadata.get(DOC_HASH) in (None, versions.get(str(h.sentence.doc_id)))]
+
+    def pinned_to(self, hits: Sequence[Hit]) -> _PinnedSource:
+        """This source reading, for each document, only sentences of its best hit's version."""
+        return _PinnedSource(self, _versions(hits))
 
     def get_embeddings(self, doc_id: str, indices: Iterable[int]) -> dict[int, np.ndarray]:
         return {}
@@ -80,3 +105,26 @@ class DocumentSentenceSource:
         if self.docstore is not None:
             return f"the {type(self.docstore).__name__} given as docstore"
         return "the documents given"
+
+
+class _PinnedSource:
+    """A :class:`DocumentSentenceSource` that reads each document at one version (its hash)."""
+
+    def __init__(self, source: DocumentSentenceSource, versions: dict[str, str]) -> None:
+        self.source, self.versions = source, versions
+
+    def get_sentences(self, doc_id: str, indices: Iterable[int]) -> dict[int, Sentence]:
+        return self.source._sentences(doc_id, indices, self.versions.get(doc_id))
+
+    def get_embeddings(self, doc_id: str, indices: Iterable[int]) -> dict[int, np.ndarray]:
+        return {}
+
+
+def _versions(hits: Sequence[Hit]) -> dict[str, str]:
+    """Each document's version (content hash) as its best-ranked hit carrying one has it."""
+    versions: dict[str, str] = {}
+    for h in hits:
+        found = h.metadata.get(DOC_HASH)
+        if found is not None:
+            versions.setdefault(str(h.sentence.doc_id), str(found))
+    return versions

@@ -9,6 +9,7 @@ core store, the CLI and the ``BoundaryExpansionPostprocessor`` without a docstor
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -141,6 +142,13 @@ class LandmarkNodeParser(NodeParser):
         for doc, extracted in get_tqdm_iterable(join_page_nodes(nodes), show_progress, "Splitting into sentences"):
             out.extend(self._sentence_nodes(doc, extracted))
         return out
+
+    async def _aparse_nodes(
+        self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
+    ) -> list[BaseNode]:
+        # segmenting and tokenising long documents is CPU work: off the event loop, as the
+        # embedding and ReplaceDocuments are under IngestionPipeline.arun
+        return await asyncio.to_thread(self._parse_nodes, nodes, show_progress, **kwargs)
 
     def _sentence_nodes(self, doc: BaseNode, extracted: Extracted | None = None) -> list[TextNode]:
         text = node_text(doc)

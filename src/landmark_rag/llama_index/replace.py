@@ -30,6 +30,7 @@ on its first write and refuses another model afterwards, like every other writer
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -56,6 +57,11 @@ class ReplaceDocuments(TransformComponent):
     Documents are identified as ``LandmarkNodeParser`` identifies them (the schema
     ``doc_id``). Nodes pass through (with their new, versioned ids). Re-running on unchanged
     documents rewrites them (LlamaIndex's docstore strategies are the way to skip them).
+
+    It runs on every pipeline run, ingestion cache or not: ``IngestionPipeline`` caches each
+    transformation's output under its input nodes and :meth:`to_dict`, and on a hit hands the
+    cached nodes on without calling the transformation. For this one that would skip the
+    write, so going back to a text ingested before (A, B, A) would leave B live.
     """
 
     vector_store: Any = Field(exclude=True, description="The ChromaVectorStore the pipeline writes to.")
@@ -68,6 +74,13 @@ class ReplaceDocuments(TransformComponent):
     @classmethod
     def class_name(cls) -> str:
         return "ReplaceDocuments"
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        """The component's settings, plus a token new on every call: the ingestion cache keys a
+        transformation on this dict, and a write must never be replayed from it."""
+        data = super().to_dict(**kwargs)
+        data["run_token"] = uuid.uuid4().hex
+        return data
 
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
         nodes = list(nodes)
@@ -87,6 +100,27 @@ class ReplaceDocuments(TransformComponent):
 
     async def acall(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
         return await asyncio.to_thread(self.__call__, nodes, **kwargs)
+
+    def delete(self, doc_ids: Sequence[str]) -> int:
+        """Remove documents with all their sentences (every version) and their manifest
+        records; returns how many sentences went. An unknown id removes nothing.
+
+        Use it instead of ``index.delete_ref_doc`` on a collection this component writes:
+        LlamaIndex's delete removes the records but not the manifest's, which still calls the
+        document complete, so re-adding the same text elsewhere (the core, the CLI, LangChain)
+        would skip it as unchanged.
+        """
+        if isinstance(doc_ids, str):
+            raise TypeError("delete() takes a list of document ids, not one string")
+        collection = chroma_collection(self.vector_store)
+        if collection is None:
+            raise TypeError(f"ReplaceDocuments needs a ChromaVectorStore, not {type(self.vector_store).__name__}")
+        store = ChromaSentenceStore.for_collection(collection)
+        return sum(store.delete_document(str(doc_id)) for doc_id in dict.fromkeys(doc_ids))
+
+    async def adelete(self, doc_ids: Sequence[str]) -> int:
+        """Async :meth:`delete` (Chroma's calls block: run off the event loop)."""
+        return await asyncio.to_thread(self.delete, doc_ids)
 
     def _write(self, store: ChromaSentenceStore, doc_id: str, doc_nodes: list[BaseNode]) -> None:
         from landmark_rag.llama_index.embedding import rebuild_text

@@ -30,6 +30,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
+from llama_index.core.vector_stores import MetadataFilters
 
 from landmark_rag.index import LandmarkIndex
 from landmark_rag.llama_index.convert import HIDDEN_KEYS
@@ -38,6 +39,7 @@ from landmark_rag.retrieve.fusion import FusionConfig, check_mode
 from landmark_rag.retrieve.ranking import DENSE_SCORE, LEXICAL_SCORE
 from landmark_rag.store import ChromaSentenceStore, sentence_id
 from landmark_rag.store.identity import recorded_config
+from landmark_rag.store.schema import VERSION
 from landmark_rag.types import Hit
 
 
@@ -52,7 +54,10 @@ class LandmarkHybridRetriever(BaseRetriever):
       passages, so ask for a few more than the passages you want);
     - ``mode``: ``hybrid``, ``dense`` or ``lexical``; ``None`` = the model's default;
     - ``fusion``: a ``FusionConfig`` or a dict of overrides (``method``, ``weight``, ``depth``,
-      ``language``) on top of the model's; ``where``: a Chroma metadata filter;
+      ``language``) on top of the model's;
+    - ``filters``: LlamaIndex ``MetadataFilters``, translated as ``ChromaVectorStore`` translates
+      them (so both retrievers select the same sentences); ``where``: a raw Chroma metadata
+      filter; both given, a sentence must match both;
     - ``cache_dir``: where the lexical index is cached (default: beside a local store, in
       memory for a server; ``False``: memory only).
     """
@@ -66,6 +71,7 @@ class LandmarkHybridRetriever(BaseRetriever):
         mode: Literal["hybrid", "dense", "lexical"] | None = None,
         fusion: FusionConfig | dict[str, Any] | None = None,
         where: dict[str, Any] | None = None,
+        filters: MetadataFilters | None = None,
         cache_dir: Any = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
@@ -85,8 +91,10 @@ class LandmarkHybridRetriever(BaseRetriever):
         overrides = fusion.to_dict() if isinstance(fusion, FusionConfig) else dict(fusion or {})
         if mode is not None:
             overrides["mode"] = mode
-        # the core index does the work: same hits, fusion and lexical index as every other entry point
-        store = ChromaSentenceStore(collection)
+        # the core index does the work: same hits, fusion and lexical index as every other entry point;
+        # with the collection's manifest, so both halves see the versions readers see (a
+        # ReplaceDocuments collection keeps versioned records, mid-replace two versions)
+        store = ChromaSentenceStore.for_collection(collection)
         # without an encoder the model's fusion (BM25 parameters, lexical context) comes from
         # the config of the model the store records, read without its weights
         config = recorded_config(store) if encoder is None else None
@@ -94,7 +102,8 @@ class LandmarkHybridRetriever(BaseRetriever):
         self.mode = self.index.resolve_mode()
         if self.mode != "lexical" and embed_model is None:
             raise ValueError(f"mode {self.mode!r} needs the embed_model that wrote the vectors")
-        self.where = where
+        self.filters = filters
+        self.where = _combined_where(where, filters)
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @property
@@ -136,13 +145,30 @@ class LandmarkHybridRetriever(BaseRetriever):
 _HIDDEN = {*HIDDEN_KEYS, DENSE_SCORE, LEXICAL_SCORE, "document_id", "ref_doc_id", "doc_id"}
 
 
+def _combined_where(where: dict[str, Any] | None, filters: MetadataFilters | None) -> dict[str, Any] | None:
+    """``where`` and ``filters`` as one Chroma filter (a sentence must match both)."""
+    if filters is None:
+        return where
+    if not isinstance(filters, MetadataFilters):
+        raise TypeError(f"filters= takes llama_index MetadataFilters, not {type(filters).__name__} (where= takes a dict)")
+    # ChromaVectorStore's own translation: the vector retriever and this one select alike
+    from llama_index.vector_stores.chroma.base import _to_chroma_filter
+
+    translated = _to_chroma_filter(filters)
+    if not translated:
+        return where
+    return translated if where is None else {"$and": [where, translated]}
+
+
 def _hit_node(hit: Hit) -> TextNode:
-    """A sentence hit as the sentence node the node parser wrote (schema metadata, same id)."""
+    """A sentence hit as the node stored for it (schema metadata; the stored id, versioned where
+    the record is, so the vector retriever and this one name a sentence alike)."""
     s = hit.sentence
     metadata = {k: v for k, v in hit.metadata.items() if k not in ("_node_content", "_node_type")}
     hidden = [k for k in metadata if k in _HIDDEN]
+    version = metadata.get(VERSION)
     return TextNode(
-        id_=sentence_id(str(s.doc_id), s.index), text=s.text, start_char_idx=s.start, end_char_idx=s.end,
+        id_=sentence_id(str(s.doc_id), s.index, str(version) if version else None), text=s.text, start_char_idx=s.start, end_char_idx=s.end,
         metadata=metadata, excluded_embed_metadata_keys=hidden, excluded_llm_metadata_keys=hidden,
         relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=str(s.doc_id))},
     )
