@@ -86,8 +86,8 @@ class Passage:
     sentence is under (``None``: none).
 
     ``score`` ranks the passages of one search (a cosine in dense mode, BM25 in lexical mode,
-    the fused score in hybrid mode: normalised per query, so the top passage of a linear
-    fusion always scores 1). ``cosine`` is the cosine similarity of the query and the best
+    the fused score in hybrid mode: each half scaled per query, so a linear fusion's scores
+    lie in [0, 1], its top passage scoring 1 when one sentence leads both halves). ``cosine`` is the cosine similarity of the query and the best
     hit sentence's stored vector, the same quantity in every mode, comparable across queries
     (``None`` where no hit had one, e.g. lexical mode).
     """

@@ -128,6 +128,15 @@ def test_query_modes_on_an_existing_store(indexed: Path, tmp_path: Path) -> None
     assert [r["start"] for r in default] == [r["start"] for r in query_json(db, question, "-k", 2, "--mode", "hybrid")]
     bad = cli("query", question, "--db", db, "--mode", "sparse", ok=False)
     assert bad.exit_code == 2 and "--mode" in bad.output
+    blank = cli("query", "  ", "--db", db, ok=False)
+    assert blank.exit_code == 2 and "blank" in blank.output
+    none = cli("query", "xyzzy plugh", "--db", db, "--mode", "lexical")
+    assert "no stored sentence matches" in none.stdout  # not "the store is empty": it is not
+
+
+def test_demo_refuses_a_bad_strategy_before_indexing() -> None:
+    result = cli("demo", "--strategy", "bogus", ok=False)
+    assert result.exit_code == 2 and "--strategy" in result.output and "indexed" not in result.output
 
 
 def test_query_batch_answers_most_excerpt_questions(indexed: Path, excerpt_articles, tmp_path: Path) -> None:
@@ -218,6 +227,15 @@ def test_change_reindex_and_query(corpus: Path, tmp_path: Path) -> None:
     cli("index", docs, "--db", db, "-q", "--prune")
     assert json.loads(cli("info", "--db", db, "--json").stdout)["documents"] == 2
     assert all(r["doc_id"] != "prime_number.md" for r in query_json(db, EUCLID_Q[0], "-k", 3))
+    # a file emptied in place is skipped, and without --prune its last version stays searchable;
+    # with --prune it goes too (its stored text no longer exists in the file)
+    oxygen.write_bytes(b"")
+    out = " ".join(cli("index", docs, "--db", db, "-q").stdout.split())
+    assert f"{oxygen}: empty" in out
+    assert json.loads(cli("info", "--db", db, "--json").stdout)["documents"] == 2
+    cli("index", docs, "--db", db, "-q", "--prune")
+    assert json.loads(cli("info", "--db", db, "--json").stdout)["documents"] == 1
+    assert all(r["doc_id"] != "oxygen.txt" for r in query_json(db, NEW_FACT_Q[0], "-k", 3))
 
 
 def test_bad_files_are_reported_and_skipped(excerpt_articles, tmp_path: Path) -> None:

@@ -62,10 +62,42 @@ def test_reopen_uses_the_recorded_model_and_refuses_another(built, article):
     assert again.encoder is index.encoder  # one shared encoder for one store
     q = article.questions[0].text
     assert [p.id for p in again.search(q, k=2)] == [p.id for p in index.search(q, k=2)]
-    with pytest.raises(StoreMismatchError):
+    with pytest.raises(StoreMismatchError, match="built with 'landmark-minilm'.*leave the model out"):
         LandmarkIndex.open(db, collection="articles", model="all-MiniLM-L6-v2")
     with pytest.raises(LookupError):
         LandmarkIndex.open(db, collection="nothing-here", create=False)
+    missing = db.parent / "never-made"
+    with pytest.raises(LookupError):
+        LandmarkIndex.open(missing, create=False)
+    assert not missing.exists()  # opening to read never creates a store
+
+
+def test_bad_arguments_are_refused_before_anything_is_read_or_written(tmp_path, article):
+    index = LandmarkIndex.open(tmp_path / "db")
+    index.add_texts(["Ab is a river. It floods.", "A is a town. It is old.", "B is a hill."], ids=["ab", "a", "b"])
+    with pytest.raises(TypeError, match="not one string"):
+        index.delete("ab")  # iterated, it would delete "a" and "b"
+    with pytest.raises(TypeError, match="not one string"):
+        index.add_texts("hello")  # iterated, one document per character
+    assert sorted(index.sentence_store.documents()) == ["a", "ab", "b"]
+    assert index.delete(["ab", "ab"]) == 2 and sorted(index.sentence_store.documents()) == ["a", "b"]
+    for query in ("", "   \n"):
+        with pytest.raises(ValueError, match="blank"):
+            index.search(query)
+        with pytest.raises(ValueError, match="blank"):
+            index.hits(query, 3)
+    with pytest.raises(ValueError, match="query 1"):
+        index.search_many(["Where is the town?", " "])
+    with pytest.raises(ValueError, match="at least 1"):
+        index.search("Which town is old?", k=0)
+    with pytest.raises(ValueError, match="order"):
+        index.search("Which town is old?", order="documents")  # type: ignore[arg-type]
+    assert index.add_texts(["Zero is a number."], ids=[0]) == ["0"]  # type: ignore[list-item]
+    with pytest.warns(UserWarning, match=r"\['_note', 'end', 'start'\]"):
+        index.add_texts(["The fair ran for a week."], ids=["fair"],
+                        metadatas=[{"start": "2020-01-01", "end": "2020-01-08", "_note": "x", "city": "Oslo"}])
+    (passage,) = index.search("How long did the fair run?", k=1, where={"city": "Oslo"})
+    assert passage.metadata["city"] == "Oslo" and "start" not in passage.metadata and passage.start == 0
 
 
 def test_unchanged_texts_are_skipped_and_changed_ones_replaced(built, article):

@@ -151,14 +151,29 @@ def test_expansion_covers_more_answers_than_bare_hits(indexed, articles, docs):
 def test_top_n_document_order_and_foreign_nodes(indexed, docs):
     _, vs, index = indexed
     hits = index.as_retriever(similarity_top_k=8).retrieve("When did the event take place?")
+    q = "When did the event take place?"
     foreign = NodeWithScore(node=TextNode(text="not a landmark node"), score=0.01)
-    out = BoundaryExpansionPostprocessor(vector_store=vs, order="document", top_n=2).postprocess_nodes(
-        [*hits, foreign], query_str="When did the event take place?"
-    )
-    assert out[-1] is foreign and len(out) == 3
+    # a user's own doc_id and index without a span: no landmark node, passed through, not an error
+    partial = NodeWithScore(node=TextNode(text="a row", metadata={"doc_id": "report-7", "sentence_index": 3}), score=0.99)
+    by_document = BoundaryExpansionPostprocessor(vector_store=vs, order="document", top_n=3)
+    out = by_document.postprocess_nodes([*hits[:2], foreign], query_str=q)
+    assert out[-1] is foreign and len(out) <= 3  # the passages in reading order, then what passed through
     keys = [(n.node.metadata["doc_id"], n.node.metadata["start"]) for n in out[:-1]]
     assert keys == sorted(keys)
     _check_passages(out[:-1], docs)
+    # top_n caps what comes back, passed-through nodes included (LlamaIndex's top_n)
+    capped = BoundaryExpansionPostprocessor(vector_store=vs, order="document", top_n=2).postprocess_nodes(
+        [*hits, foreign], query_str=q)
+    assert len(capped) == 2 and foreign not in capped
+    _check_passages(capped, docs)
+    by_score = BoundaryExpansionPostprocessor(vector_store=vs, top_n=3).postprocess_nodes([*hits, foreign, partial], query_str=q)
+    assert by_score[0] is partial and len(by_score) == 3  # ranked among the passages by its score
+    assert [n.score for n in by_score] == sorted((n.score for n in by_score), reverse=True)
+    # a sentence given twice (a fusion of two retrievers) keeps its best score
+    alone = BoundaryExpansionPostprocessor(vector_store=vs, top_n=1)
+    best = alone.postprocess_nodes(hits[:1], query_str=q)[0].score
+    again = NodeWithScore(node=hits[0].node, score=0.001)
+    assert alone.postprocess_nodes([hits[0], again], query_str=q)[0].score == best
 
 
 def test_adaptive_needs_a_query_vector(indexed, embed):

@@ -37,7 +37,9 @@ def index_command(
     pooling: str | None = typer.Option(
         None, "--pooling", help="Override the model's pooling: landmark, mean or sentence (new stores only)."
     ),
-    prune: bool = typer.Option(False, "--prune", help="Also delete documents whose file no longer exists."),
+    prune: bool = typer.Option(
+        False, "--prune", help="Also delete documents whose file no longer exists or holds no document now (emptied, binary)."
+    ),
     device: str | None = DeviceOption,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     ray: str | None = typer.Option(
@@ -119,7 +121,7 @@ def _summary(report, total_sentences: int, total_docs: int) -> None:
     table.add_row("unchanged", str(c["unchanged"]))
     table.add_row("skipped", str(c["skipped"]))
     if report.pruned:
-        table.add_row("pruned", f"{len(report.pruned)} (file gone)")
+        table.add_row("pruned", f"{len(report.pruned)} (file gone or no document now)")
     if report.tokens:
         speed = f"{report.tokens:,} tokens in {report.seconds:.1f} s ({report.tokens_per_second:,.0f} tok/s)"
     else:  # everything unchanged or skipped: nothing was encoded, so there is no speed to report

@@ -60,6 +60,8 @@ def query_command(
     if mode is not None and mode.lower() not in MODES:
         raise typer.BadParameter(f"choose one of {', '.join(MODES)}", param_hint="--mode")
     if question is not None and questions_file is None:
+        if not question.strip():
+            raise typer.BadParameter("the question is blank", param_hint="QUESTION")
         questions = [question]
     elif question is None and questions_file is not None:
         questions = _read_questions(questions_file)
@@ -148,7 +150,8 @@ def _print_passages(question: str, passages, hits, *, show_question: bool) -> No
     if show_question:
         console.print(Text(f"\n? {question}", style="bold"))
     if not passages:
-        console.print("no passages: the store is empty", markup=False)
+        # an empty store, or a lexical search where no sentence shares a word with the question
+        console.print("no passages: no stored sentence matches the question", markup=False)
         return
     for rank, (p, hs) in enumerate(zip(passages, hits, strict=True), start=1):
         head = Text()

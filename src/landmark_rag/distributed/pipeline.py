@@ -151,7 +151,8 @@ def ray_index(
     report = _run(store, inputs, worker_kwargs, remote_args, workers, max_retries, show_progress)
     report.seconds = time.perf_counter() - t_start
     if prune and not report.interrupted and found is not None and found.files:
-        report.pruned = prune_missing(store, found.roots)
+        emptied = [o.doc_id for o in report.outcomes if o.status == "skipped" and o.no_content]
+        report.pruned = prune_missing(store, found.roots, emptied)
     return report
 
 

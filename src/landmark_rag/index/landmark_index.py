@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -52,6 +53,7 @@ from landmark_rag.store import (
     recorded_model,
     store_model,
 )
+from landmark_rag.store.client import MEMORY, CollectionNotFoundError, is_server_url
 from landmark_rag.store.identity import recorded_identity
 from landmark_rag.store.protocols import SentenceStore
 from landmark_rag.types import EncodedDocument, Hit, Passage
@@ -61,6 +63,8 @@ if TYPE_CHECKING:
     from landmark_rag.store.lexical import StoreLexicalIndex
 
 Order = Literal["score", "document"]
+#: the orders passages come in: best first, or reading order
+ORDERS: tuple[str, ...] = ("score", "document")
 Query = str | np.ndarray
 
 
@@ -163,6 +167,9 @@ class LandmarkIndex:
         ``torch.compile`` the encoder's document windows once loaded
         (``LandmarkEncoder.compile``: long indexing runs).
         """
+        if client is None and not create and _missing_folder(db):
+            # a PersistentClient would create the folder (and its database) just to find nothing
+            raise CollectionNotFoundError(collection, [])
         client = client if client is not None else make_client(db)
         try:
             existing = ChromaSentenceStore.open(collection_name=collection, client=client, create=False)
@@ -374,7 +381,8 @@ class LandmarkIndex:
         encrypted and damaged PDFs, files whose format needs a library that is not
         installed, and files the encoder fails on, are reported as ``skipped`` with a
         one-line reason and the run goes on. ``glob`` keeps matching files only; the store's own
-        folder is never indexed. ``prune``: also delete documents whose file is gone. Ctrl-C
+        folder is never indexed. ``prune``: also delete documents whose file is gone, or holds no
+        document any more (emptied, binary, undecodable; not one a missing extra skips). Ctrl-C
         ends the run with ``report.interrupted`` set; a failing store raises
         ``StoreFailedError`` (a ``StoreError``) whose ``report`` says what was done. A path
         that does not exist raises ``FileNotFoundError`` before anything is written.
@@ -389,7 +397,8 @@ class LandmarkIndex:
             total=len(found.files) + len(found.skipped), desc="indexing", show_progress=show_progress,
         )
         if prune and not report.interrupted:
-            report.pruned = prune_missing(store, found.roots)
+            emptied = [o.doc_id for o in report.outcomes if o.status == "skipped" and o.no_content]
+            report.pruned = prune_missing(store, found.roots, emptied)
         return report
 
     def add_documents(
@@ -414,9 +423,14 @@ class LandmarkIndex:
         return [str(d.doc_id) for d in docs]
 
     def delete(self, doc_ids: Sequence[str]) -> int:
-        """Remove documents and all their sentences; returns how many sentences went."""
+        """Remove documents and all their sentences; returns how many sentences went.
+
+        ``doc_ids`` is a list: one string is refused, since iterating it would delete the
+        documents named by its characters."""
+        if isinstance(doc_ids, str):
+            raise TypeError(f"delete() takes a list of document ids, not one string: delete([{doc_ids!r}])")
         store = self.sentence_store
-        return sum(store.delete_document(str(doc_id)) for doc_id in doc_ids)
+        return sum(store.delete_document(str(doc_id)) for doc_id in dict.fromkeys(doc_ids))
 
     def record_identity(self) -> None:
         """Mark an unmarked store with this index's model (refuse a different one).
@@ -457,7 +471,9 @@ class LandmarkIndex:
         returns fewer passages when fewer sentences share a term with the query (or follow
         one that does, with a ``lexical_context``).
         ``query_vector``: a query vector already computed (it is not encoded again).
+        A blank query, ``k < 1`` or an unknown ``order`` raise ``ValueError``.
         """
+        _check_request(k, order, [query])
         mode = self.resolve_mode(mode)
         strat = self.resolve_strategy(strategy)
         if query_vector is None and self._needs_vector(mode, strat):
@@ -475,8 +491,9 @@ class LandmarkIndex:
         show_progress: bool = False,
         mode: Mode | None = None,
     ) -> list[list[Passage]]:
-        """:meth:`search` for many queries, encoded in batches."""
+        """:meth:`search` for many queries, encoded in batches (all checked first)."""
         queries = list(queries)
+        _check_request(k, order, queries)
         if not queries:
             return []
         mode = self.resolve_mode(mode)
@@ -504,6 +521,7 @@ class LandmarkIndex:
         Scores are cosine (``dense``), BM25 (``lexical``) or the fused score (``hybrid``).
         ``query_vector``: a query vector already computed (e.g. by a framework).
         """
+        _check_request(n, "score", [query], what="n")
         mode = self.resolve_mode(mode)
         if query_vector is None and mode != "lexical":
             query_vector = self.encode_query(query)
@@ -556,6 +574,9 @@ class LandmarkIndex:
         ``k``: at most this many passages, formed from the best hits first. The adaptive
         strategy needs ``query`` (text or vector).
         """
+        if k is not None and k < 1:
+            raise ValueError(f"k must be at least 1 (or None: every passage), got {k}")
+        _check_order(order)
         vector = self.encode_query(query) if query is not None else None
         visible = getattr(self.store, "visible_hits", None)
         if callable(visible):  # hits read raw by a framework: drop versions readers must not see
@@ -595,3 +616,27 @@ def _records_model(store: object) -> bool:
     (so a writer has nothing to record, and the model can be loaded when first needed)."""
     collection = getattr(store, "collection", None)  # a plain sentence source records nothing
     return collection is not None and bool(recorded_identity(collection)) and bool(recorded_model(store)[0])
+
+
+def _check_order(order: str) -> None:
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+
+
+def _check_request(k: int, order: str, queries: Sequence[str], what: str = "k") -> None:
+    """Bad search arguments refused before anything is read: a blank query has nothing to
+    match (every sentence would rank by chance), ``k < 1`` asks for nothing."""
+    if isinstance(k, bool) or int(k) != k or k < 1:
+        raise ValueError(f"{what} must be a whole number of at least 1, got {k!r}")
+    _check_order(order)
+    for i, q in enumerate(queries):
+        if not isinstance(q, str):
+            raise TypeError(f"a query is a string, got {type(q).__name__}" + (f" (query {i})" if len(queries) > 1 else ""))
+        if not q.strip():
+            raise ValueError("the query is blank" + (f" (query {i})" if len(queries) > 1 else "") + ": ask something")
+
+
+def _missing_folder(db: Any) -> bool:
+    """Whether ``db`` names a local folder that does not exist (not a server or memory)."""
+    target = os.fspath(db) if db is not None else DEFAULT_DB
+    return target != MEMORY and not is_server_url(target) and not Path(target).exists()

@@ -20,6 +20,9 @@ class FileOutcome:
     reason: str | None = None
     sentences: int = 0
     tokens: int = 0
+    #: a skipped file whose own content is no document now (empty, binary, undecodable, a
+    #: scanned or damaged PDF), as opposed to one this machine cannot read (a missing extra)
+    no_content: bool = False
 
 
 @dataclass

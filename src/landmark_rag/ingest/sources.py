@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from landmark_rag.extract import BadFileError, Extracted, extract
+from landmark_rag.extract.errors import MissingExtraError
 from landmark_rag.extract.text import decode_bytes
 from landmark_rag.ingest.discover import FileSet, SourceFile
 from landmark_rag.ingest.report import FileOutcome
@@ -95,7 +96,8 @@ def read_file(file: SourceFile) -> SourceDocument | FileOutcome:
     try:
         extracted = extract(file.path)
     except BadFileError as exc:
-        return FileOutcome(file.doc_id, str(file.path), "skipped", exc.reason)
+        no_content = not isinstance(exc, MissingExtraError)  # a missing library says nothing of the file
+        return FileOutcome(file.doc_id, str(file.path), "skipped", exc.reason, no_content=no_content)
     # the same string object twice: a pickled document (Ray) carries its text once
     return SourceDocument(file.doc_id, extracted.text, file_metadata(file), str(file.path), extracted)
 
@@ -156,12 +158,20 @@ def text_documents(
     given, else :func:`hash_id`. A text without a word, or two different texts under one id,
     raise ``ValueError``; a text repeated under its id counts once (its first metadata).
     """
+    if isinstance(texts, str):  # iterating it would store one document per character
+        raise TypeError("add_texts() takes a list of texts, not one string: add_texts([text])")
+    if isinstance(ids, str):
+        raise TypeError("ids= takes a list of ids, one per text, not one string")
     texts = list(texts)
     if ids is not None and len(ids) != len(texts):
         raise ValueError(f"got {len(ids)} ids for {len(texts)} texts")
     if metadatas is not None and len(metadatas) != len(texts):
         raise ValueError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
-    doc_ids = [str(ids[i]) if ids is not None and ids[i] else hash_id(t) for i, t in enumerate(texts)]
+    # an id of 0 is an id; only None and "" fall back to the content hash
+    doc_ids = [
+        str(ids[i]) if ids is not None and ids[i] is not None and str(ids[i]) != "" else hash_id(t)
+        for i, t in enumerate(texts)
+    ]
     documents: dict[str, SourceDocument] = {}
     for i, (doc_id, text) in enumerate(zip(doc_ids, texts, strict=True)):
         if not text.strip():

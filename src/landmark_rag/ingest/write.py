@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
+import warnings
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ from landmark_rag.progress import bar_options
 from landmark_rag.store import StoreError, flat_metadata
 from landmark_rag.store.manifest import is_complete, record_metadata, written_before
 from landmark_rag.store.protocols import GroupWriter
-from landmark_rag.store.schema import DIRTY, DOC_HASH
+from landmark_rag.store.schema import DIRTY, DOC_HASH, reserved_keys
 from landmark_rag.types import EncodedDocument
 
 if TYPE_CHECKING:  # types only: writing never imports the model stack
@@ -384,6 +385,15 @@ def stored_form(doc: SourceDocument, encoded: EncodedDocument) -> StoredDocument
     """What is stored for an encoded document: the one place a source document's own
     information (its metadata, and each sentence's page and heading) is attached to its
     sentences."""
+    reserved = reserved_keys(doc.metadata)
+    if reserved:  # the store's own value wins on these; say so rather than lose them silently
+        warnings.warn(
+            f"document {doc.doc_id!r}: metadata keys {reserved} are the store's own (a sentence's span, "
+            "ids, versions) or hidden ('_' prefix); their values are not kept. Rename them (e.g. "
+            "'published_start') to keep them searchable with where=.",
+            UserWarning,
+            stacklevel=2,
+        )
     if doc.extracted is not None and (doc.extracted.pages or doc.extracted.headings):
         sentences = doc.extracted.locate(encoded.sentences)
         encoded = EncodedDocument(encoded.text, sentences, encoded.embeddings, encoded.doc_id, encoded.tokens)
@@ -643,13 +653,18 @@ def write_documents(
     return report
 
 
-def prune_missing(store: SentenceStore, roots: Iterable[Path]) -> list[str]:
-    """Delete documents indexed from a file under one of ``roots`` that no longer exists."""
+def prune_missing(store: SentenceStore, roots: Iterable[Path], emptied: Iterable[str] = ()) -> list[str]:
+    """Delete documents indexed from a file under one of ``roots`` that no longer exists, and
+    those of ``emptied`` (files this run found present but no document any more: emptied,
+    binary, undecodable), whose stored text would otherwise outlive the file's."""
     root_names = {str(Path(r).resolve()) for r in roots}
+    emptied = set(emptied)
     gone = []
     for doc_id, md in store.documents(include_incomplete=True).items():
         source = md.get(FILE_SOURCE)
-        if md.get(FILE_ROOT) in root_names and isinstance(source, str) and not Path(source).exists():
+        if md.get(FILE_ROOT) not in root_names or not isinstance(source, str):
+            continue
+        if doc_id in emptied or not Path(source).exists():
             store.delete_document(doc_id)
             gone.append(doc_id)
     return sorted(gone)

@@ -15,7 +15,7 @@ from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelati
 
 from landmark_rag.extract import Extracted
 from landmark_rag.ingest import Page, join_pages
-from landmark_rag.store.schema import DOC_ID, INDEX, STORE_KEYS, sentence_from_metadata
+from landmark_rag.store.schema import DOC_ID, END, INDEX, START, STORE_KEYS, sentence_from_metadata
 from landmark_rag.types import Hit, Passage, Sentence
 
 #: Keys of a passage's span metadata (``Passage.span_metadata()``).
@@ -31,9 +31,11 @@ HIDDEN_KEYS = tuple(dict.fromkeys((*STORE_KEYS, *SPAN_KEYS)))
 
 
 def is_sentence_node(node: BaseNode) -> bool:
-    """True for nodes written by :class:`~landmark_rag.llama_index.LandmarkNodeParser`."""
+    """True for nodes written by :class:`~landmark_rag.llama_index.LandmarkNodeParser`: the
+    document id, the sentence index and its span all present (``doc_id`` alone is a common
+    user key, and a node without a span cannot be placed in its document)."""
     md = node.metadata or {}
-    return isinstance(node, TextNode) and DOC_ID in md and INDEX in md
+    return isinstance(node, TextNode) and all(key in md for key in (DOC_ID, INDEX, START, END))
 
 
 def node_text(node: BaseNode) -> str:

@@ -47,7 +47,8 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
       relevant to the query, within ``max_tokens``); parameters in ``strategy_params``, or
       pass a ready ``Front``/``Surround``/``Adaptive`` object as ``strategy``.
     - ``order``: ``"score"`` (best first) or ``"document"`` (by document, then position).
-    - ``top_n``: at most this many passages, formed from the best hits first.
+    - ``top_n``: at most this many nodes back, passages formed from the best hits first (nodes
+      passed through unexpanded count too, as for any LlamaIndex postprocessor's ``top_n``).
 
     A passage scores as its best hit (the retriever's score, so scores stay comparable with
     the rest of the query engine). Nodes that were not written by ``LandmarkNodeParser``
@@ -137,14 +138,18 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
                 len(passthrough),
             )
         if not expandable:
-            return list(nodes)
+            return list(nodes)[: self.top_n] if self.top_n is not None else list(nodes)
         hits = [node_to_hit(n.node, n.score) for n in expandable]
         if query_vector is not None:
             # The adaptive threshold compares neighbours' cosine scores with the hit's, so the
             # hit needs a cosine score too (vector stores report distances in their own scale).
             hits = self._index.rescore(query_vector, hits)
         passages = self._index.expand(hits, query=query_vector, k=self.top_n, order=self.order)
-        retriever_score = {(node_doc_id(n.node), int(n.node.metadata[INDEX])): n.score for n in expandable}
+        retriever_score: dict[tuple[str, int], float | None] = {}
+        for n in expandable:  # a sentence given twice (a fusion of retrievers) keeps its best score
+            key = (node_doc_id(n.node), int(n.node.metadata[INDEX]))
+            kept = retriever_score.get(key)
+            retriever_score[key] = n.score if kept is None or (n.score is not None and n.score > kept) else kept
         out = []
         for p in passages:
             found = [retriever_score.get((p.doc_id, i)) for i in p.hit_indices]
@@ -152,9 +157,12 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
             score = max(scores) if scores else p.score
             p.score = float(score)
             out.append(NodeWithScore(node=passage_to_node(p), score=float(score)))
+        # top_n caps what comes back, passed-through nodes included; by score they rank among
+        # the passages (a stable sort: ties keep passages first), in document order they follow
+        merged = out + passthrough
         if self.order == "score":
-            out.sort(key=lambda n: -(n.score or 0.0))
-        return out + passthrough
+            merged.sort(key=lambda n: -(n.score or 0.0))
+        return merged[: self.top_n] if self.top_n is not None else merged
 
     def _query_vector(self, query_bundle: QueryBundle | None) -> np.ndarray:
         if query_bundle is not None and query_bundle.embedding is not None:

@@ -121,9 +121,18 @@ def check_identity(collection: Any, identity: dict[str, Any], *, record: bool) -
     diff = identity_diff(recorded, wanted) if recorded else {}
     if diff:
         lines = ", ".join(f"{k}: store has {a!r}, requested {b!r}" for k, (a, b) in diff.items())
+        # name the model to use: a packaged model retrained since loads its earlier release by
+        # name, which is not the name `info` shows as the store's model
+        source = (collection.metadata or {}).get(SOURCE_KEY) or recorded.get("model_name")
+        built = _packaged_release(str(source), recorded.get("weights_fingerprint")) if source else None
+        use = (
+            f"It was built with {built!r}: leave the model out to use it (readers load a store's own model), "
+            f"or name {built!r}"
+            if built else "Use the model it was built with"
+        )
         raise StoreMismatchError(
             f"collection {collection.name!r} was built with a different model set-up ({lines}). "
-            "Use the model it was built with, or index into a new collection."
+            f"{use}, or index into a new collection."
         )
     if record and not recorded_identity(collection):
         merge_metadata(collection, identity_metadata(wanted))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from landmark_rag.types import Sentence
@@ -156,10 +157,24 @@ def sentence_from_metadata(text: str, metadata: dict[str, Any]) -> Sentence:
         ) from exc
 
 
+#: Keys a framework's own vector store writes next to a node's metadata (LlamaIndex).
+FRAMEWORK_KEYS = ("document_id", "ref_doc_id")
+
+
+def reserved_keys(metadata: Mapping[str, Any] | None) -> list[str]:
+    """The keys of user ``metadata`` the store cannot keep: its own (``STORE_KEYS``: the
+    sentence's ``start``, ``end``, ``doc_id``, ...), a framework's, and ``_``-prefixed ones
+    (kept out of prompts). :func:`sentence_metadata` writes the store's value over them and
+    :func:`user_metadata` leaves them out on reading."""
+    return sorted(
+        str(k) for k in (metadata or {}) if k in STORE_KEYS or k in FRAMEWORK_KEYS or str(k).startswith("_")
+    )
+
+
 def user_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
     """The part of stored metadata that the user supplied (schema and framework keys removed)."""
     return {
         k: v
         for k, v in metadata.items()
-        if k not in STORE_KEYS and not k.startswith("_") and k not in ("document_id", "ref_doc_id")
+        if k not in STORE_KEYS and not k.startswith("_") and k not in FRAMEWORK_KEYS
     }
