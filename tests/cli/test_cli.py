@@ -191,6 +191,10 @@ def test_missing_store_is_a_clear_error(tmp_path: Path) -> None:
     assert result.exit_code == 1
     result = cli("index", tmp_path / "missing-folder", "--db", tmp_path / "db", ok=False)
     assert result.exit_code == 1 and "no such file" in result.stderr
+    (tmp_path / "empty-folder").mkdir()
+    result = cli("index", tmp_path / "empty-folder", "--db", tmp_path / "db", ok=False)
+    assert result.exit_code == 1 and "no files to index" in result.stderr
+    assert not (tmp_path / "db").exists()  # refused before a store was made
 
 
 # ---------------------------------------------------------------------------- change -> re-index

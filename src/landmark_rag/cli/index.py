@@ -76,6 +76,9 @@ def index_command(
         found = find_files(paths, glob=glob, exclude=[db_dir] if db_dir else [])
     except OSError as exc:  # missing path, link loop, FIFO given directly
         fail(str(exc))
+    if not found.files and not found.skipped and not prune:  # --prune over an emptied folder has work
+        where = ", ".join(str(p) for p in paths) + (f" matching --glob {glob!r}" if glob else "")
+        fail(f"no files to index in {where} (nothing was created)")
     # lazy: with the store's own model nothing can mismatch, so the model (seconds of torch,
     # transformers and weights) is loaded only once a file turns out to need encoding, and a
     # re-run over unchanged files never loads it
