@@ -143,7 +143,7 @@ def model_errors(model: str | None) -> Iterator[None]:
     except ModelNotFoundError as exc:
         fail(str(exc))
     except ValueError as exc:  # e.g. an invalid pooling name
-        fail(f"cannot load model {model or 'for this store'!r}: {exc}", 2)
+        fail(f"cannot load model {model!r}: {exc}" if model else f"cannot load the store's model: {exc}", 2)
 
 
 def open_query_index(db: str, collection: str, *, model: str | None, device: str | None) -> LandmarkIndex:
