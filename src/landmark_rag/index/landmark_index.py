@@ -471,9 +471,10 @@ class LandmarkIndex:
         returns fewer passages when fewer sentences share a term with the query (or follow
         one that does, with a ``lexical_context``).
         ``query_vector``: a query vector already computed (it is not encoded again).
-        A blank query, ``k < 1`` or an unknown ``order`` raise ``ValueError``.
+        A blank query (without ``query_vector``: searching by a vector alone is fine), ``k < 1``
+        or an unknown ``order`` raise ``ValueError``.
         """
-        _check_request(k, order, [query])
+        _check_request(k, order, [query], vector_given=query_vector is not None)
         mode = self.resolve_mode(mode)
         strat = self.resolve_strategy(strategy)
         if query_vector is None and self._needs_vector(mode, strat):
@@ -521,7 +522,7 @@ class LandmarkIndex:
         Scores are cosine (``dense``), BM25 (``lexical``) or the fused score (``hybrid``).
         ``query_vector``: a query vector already computed (e.g. by a framework).
         """
-        _check_request(n, "score", [query], what="n")
+        _check_request(n, "score", [query], what="n", vector_given=query_vector is not None)
         mode = self.resolve_mode(mode)
         if query_vector is None and mode != "lexical":
             query_vector = self.encode_query(query)
@@ -623,16 +624,18 @@ def _check_order(order: str) -> None:
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
 
 
-def _check_request(k: int, order: str, queries: Sequence[str], what: str = "k") -> None:
-    """Bad search arguments refused before anything is read: a blank query has nothing to
-    match (every sentence would rank by chance), ``k < 1`` asks for nothing."""
+def _check_request(
+    k: int, order: str, queries: Sequence[str], what: str = "k", *, vector_given: bool = False
+) -> None:
+    """Bad search arguments refused before anything is read: a blank query with no vector
+    given has nothing to match (every sentence would rank by chance), ``k < 1`` asks for nothing."""
     if isinstance(k, bool) or int(k) != k or k < 1:
         raise ValueError(f"{what} must be a whole number of at least 1, got {k!r}")
     _check_order(order)
     for i, q in enumerate(queries):
         if not isinstance(q, str):
             raise TypeError(f"a query is a string, got {type(q).__name__}" + (f" (query {i})" if len(queries) > 1 else ""))
-        if not q.strip():
+        if not q.strip() and not vector_given:
             raise ValueError("the query is blank" + (f" (query {i})" if len(queries) > 1 else "") + ": ask something")
 
 
