@@ -95,8 +95,11 @@ def test_bad_arguments_are_refused_before_anything_is_read_or_written(tmp_path, 
     assert index.add_texts(["Zero is a number."], ids=[0]) == ["0"]  # type: ignore[list-item]
     with pytest.warns(UserWarning, match=r"\['_note', 'end', 'start'\]"):
         index.add_texts(["The fair ran for a week."], ids=["fair"],
-                        metadatas=[{"start": "2020-01-01", "end": "2020-01-08", "_note": "x", "city": "Oslo"}])
-    (passage,) = index.search("How long did the fair run?", k=1, where={"city": "Oslo"})
+                        metadatas=[{"start": "2020-01-01", "end": "2020-01-08", "_note": "x", "city": "Oslo",
+                                    "country": "Norway"}])
+    # two plain keys mean both (Chroma itself takes one operator per filter)
+    (passage,) = index.search("How long did the fair run?", k=1, where={"city": "Oslo", "country": "Norway"})
+    assert index.search("How long did the fair run?", k=1, where={"city": "Oslo", "country": "Sweden"}) == []
     assert passage.metadata["city"] == "Oslo" and "start" not in passage.metadata and passage.start == 0
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from landmark_rag.retrieve.fusion import FusionConfig, Mode, check_mode, fuse
 from landmark_rag.store.protocols import SentenceReader
-from landmark_rag.store.schema import sentence_id
+from landmark_rag.store.schema import chroma_where, sentence_id
 from landmark_rag.types import DENSE_SCORE, Hit
 
 LEXICAL_SCORE = "_lexical_score"
@@ -55,6 +55,7 @@ class Request:
 
     def __post_init__(self) -> None:
         check_mode(self.mode)
+        object.__setattr__(self, "where", chroma_where(self.where))  # {"a": 1, "b": 2} means both
         if self.mode in ("dense", "hybrid") and self.vector is None:
             raise ValueError(f"{self.mode} search needs the query vector")
         if self.mode in ("lexical", "hybrid") and self.text is None:

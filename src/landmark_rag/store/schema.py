@@ -157,6 +157,15 @@ def sentence_from_metadata(text: str, metadata: dict[str, Any]) -> Sentence:
         ) from exc
 
 
+def chroma_where(where: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A filter of several plain keys (``{"city": "Oslo", "year": 2020}``, which Chroma refuses:
+    one operator per filter) as their conjunction, ``{"$and": [{"city": "Oslo"}, {"year":
+    2020}]}``, the meaning anyone writing it has in mind; any other filter as given."""
+    if not where or len(where) < 2 or any(str(k).startswith("$") for k in where):
+        return where
+    return {"$and": [{k: v} for k, v in where.items()]}
+
+
 #: Keys a framework's own vector store writes next to a node's metadata (LlamaIndex).
 FRAMEWORK_KEYS = ("document_id", "ref_doc_id")
 
