@@ -242,6 +242,22 @@ def test_change_reindex_and_query(corpus: Path, tmp_path: Path) -> None:
     assert all(r["doc_id"] != "oxygen.txt" for r in query_json(db, NEW_FACT_Q[0], "-k", 3))
 
 
+def test_a_file_indexed_from_two_folders_is_stored_once(excerpt_articles, tmp_path: Path) -> None:
+    nest = tmp_path / "nest"
+    (nest / "sub").mkdir(parents=True)
+    (nest / "sub" / "a.txt").write_text(excerpt_articles[0].text.split("\n\n")[0], encoding="utf-8")
+    (nest / "b.txt").write_text(excerpt_articles[1].text.split("\n\n")[0], encoding="utf-8")
+    db = tmp_path / "db"
+    cli("index", nest, "--db", db, "-q")
+    out = " ".join(cli("index", nest / "sub", "--db", db, "-q").stdout.split())
+    assert "already indexed as 'sub/a.txt'" in out and "0 new" in out
+    info = json.loads(cli("info", "--db", db, "--json").stdout)
+    assert info["documents"] == 2
+    first = excerpt_articles[0].text.split(". ")[0]
+    rows = query_json(db, first, "-k", 2)
+    assert len({(r["source"], r["start"], r["end"]) for r in rows}) == len(rows)  # no passage twice
+
+
 def test_bad_files_are_reported_and_skipped(excerpt_articles, tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -44,6 +44,7 @@ from landmark_rag.ingest import (
     StoreState,
     find_files,
     finish_unchanged,
+    indexed_elsewhere,
     prune_missing,
     readable_files,
 )
@@ -142,6 +143,8 @@ def ray_index(
     identity, dim = _identity(existing if own_model else None, source, config, device, remote_args)
     store = ChromaSentenceStore.open(collection_name=collection, client=client, identity=identity, create=True)
     record_model(store, source, dim)
+    if found is not None:  # one file, one document, as the core's add_files
+        found = inputs = indexed_elsewhere(store, found)
 
     worker_kwargs = {
         "model": source, "overrides": config, "identity": identity, "db": db if is_server_url(db) else None,

@@ -35,6 +35,7 @@ from landmark_rag.ingest import (
     SourceDocument,
     file_documents,
     find_files,
+    indexed_elsewhere,
     prune_missing,
     store_documents,
     stored_form,
@@ -385,12 +386,14 @@ class LandmarkIndex:
         document any more (emptied, binary, undecodable; not one a missing extra skips). Ctrl-C
         ends the run with ``report.interrupted`` set; a failing store raises
         ``StoreFailedError`` (a ``StoreError``) whose ``report`` says what was done. A path
-        that does not exist raises ``FileNotFoundError`` before anything is written.
+        that does not exist raises ``FileNotFoundError`` before anything is written. A file the
+        store already holds under another id (indexed from another folder) is skipped, saying so.
         ``show_progress``: ``None`` shows the bar once the run has taken a few seconds.
         """
         store = self.sentence_store
         local = getattr(store, "local_path", None)
         found = paths if isinstance(paths, FileSet) else find_files(paths, glob=glob, exclude=[local] if local else [])
+        found = indexed_elsewhere(store, found)  # one file, one document: never stored twice
         self.record_identity()
         report = write_documents(
             store, file_documents(found), lambda: DocumentEncoder.of(self._sentence_encoder(), batch_size),

@@ -41,6 +41,7 @@ from tqdm.auto import tqdm
 
 from landmark_rag.encode.runtime.prefetch import Prefetch
 from landmark_rag.extract import BadFileError
+from landmark_rag.ingest.discover import FileSet, SkippedPath
 from landmark_rag.ingest.report import FileOutcome, IndexReport, Status, StoreFailedError
 from landmark_rag.ingest.sources import FILE_ROOT, FILE_SOURCE, SourceDocument
 from landmark_rag.progress import bar_options
@@ -653,6 +654,29 @@ def write_documents(
     return report
 
 
+def indexed_elsewhere(store: SentenceStore, found: FileSet) -> FileSet:
+    """``found`` with every file the store already holds under another document id (the same
+    absolute path, indexed from another root: ``index docs`` then ``index docs/sub``) moved
+    to the skipped entries, saying under which id: indexed again, the file would be stored
+    twice and every search would return its passages twice."""
+    stored: dict[str, str] = {}
+    for doc_id, md in store.documents(include_incomplete=True).items():
+        source = md.get(FILE_SOURCE)
+        if isinstance(source, str):
+            stored.setdefault(source, doc_id)
+    if not stored:
+        return found
+    files, skipped = [], list(found.skipped)
+    for f in found.files:
+        other = stored.get(str(f.path))
+        if other is not None and other != f.doc_id:
+            skipped.append(SkippedPath(f.path, f"already indexed as {other!r} (from another folder); "
+                                               "index it from that folder, or delete that document first"))
+        else:
+            files.append(f)
+    return FileSet(files, skipped, found.roots)
+
+
 def prune_missing(store: SentenceStore, roots: Iterable[Path], emptied: Iterable[str] = ()) -> list[str]:
     """Delete documents indexed from a file under one of ``roots`` that no longer exists, and
     those of ``emptied`` (files this run found present but no document any more: emptied,
@@ -684,6 +708,7 @@ __all__ = [
     "encoder_batch_size",
     "finish_unchanged",
     "in_groups",
+    "indexed_elsewhere",
     "is_unchanged",
     "plan",
     "prepared_groups",
