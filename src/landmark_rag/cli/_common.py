@@ -46,6 +46,13 @@ def fail(message: str, code: int = EXIT_NOT_FOUND) -> NoReturn:
     raise typer.Exit(code)
 
 
+def check_choice(value: str | None, choices: tuple[str, ...], param_hint: str) -> None:
+    """Refuse an option value outside ``choices`` (case ignored) as bad usage, exit code 2,
+    before anything slow (loading a model, indexing) has run."""
+    if value is not None and value.lower() not in choices:
+        raise typer.BadParameter(f"choose one of {', '.join(choices)}", param_hint=param_hint)
+
+
 def local_db_path(db: str) -> Path | None:
     """The store's directory when ``db`` is local (so indexing never descends into it)."""
     from landmark_rag.store.client import is_server_url
@@ -54,9 +61,11 @@ def local_db_path(db: str) -> Path | None:
 
 
 def no_store_folder(db: str) -> bool:
-    """Whether ``db`` names a local store folder that does not exist (nothing to read)."""
-    path = local_db_path(db)
-    return path is not None and not path.is_dir()
+    """Whether ``db`` names a local store folder that does not exist (nothing to read); for the
+    CLI an in-memory store, empty in a new process, has nothing to read either."""
+    from landmark_rag.store.client import MEMORY, missing_store_folder
+
+    return db == MEMORY or missing_store_folder(db)
 
 
 def make_client(db: str) -> Any:

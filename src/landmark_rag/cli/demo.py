@@ -31,12 +31,11 @@ def demo_command(
     """
     from rich.text import Text
 
+    from landmark_rag.cli._common import check_choice, open_index
     from landmark_rag.cli.query import STRATEGIES
 
-    if strategy is not None and strategy.lower() not in STRATEGIES:  # before minutes of indexing
-        raise typer.BadParameter(f"choose one of {', '.join(STRATEGIES)}", param_hint="--strategy")
+    check_choice(strategy, STRATEGIES, "--strategy")  # before minutes of indexing
 
-    from landmark_rag.cli._common import open_index
     from landmark_rag.expand.strategies import strategy_name
     from landmark_rag.ingest import find_files
     from landmark_rag.render import hit_segments, passage_hits, sanitize

@@ -14,6 +14,7 @@ from landmark_rag.cli._common import (
     CollectionOption,
     DbOption,
     DeviceOption,
+    check_choice,
     console,
     export_for_queries,
     open_query_index,
@@ -55,10 +56,8 @@ def query_command(
     {"question", "passages"} objects. The model recorded in the store is used unless
     ``--model`` says otherwise (a different model is refused, exit code 3).
     """
-    if strategy is not None and strategy.lower() not in STRATEGIES:
-        raise typer.BadParameter(f"choose one of {', '.join(STRATEGIES)}", param_hint="--strategy")
-    if mode is not None and mode.lower() not in MODES:
-        raise typer.BadParameter(f"choose one of {', '.join(MODES)}", param_hint="--mode")
+    check_choice(strategy, STRATEGIES, "--strategy")
+    check_choice(mode, MODES, "--mode")
     if question is not None and questions_file is None:
         if not question.strip():
             raise typer.BadParameter("the question is blank", param_hint="QUESTION")

@@ -143,8 +143,6 @@ def ray_index(
     identity, dim = _identity(existing if own_model else None, source, config, device, remote_args)
     store = ChromaSentenceStore.open(collection_name=collection, client=client, identity=identity, create=True)
     record_model(store, source, dim)
-    if found is not None:  # one file, one document, as the core's add_files
-        found = inputs = indexed_elsewhere(store, found)
 
     worker_kwargs = {
         "model": source, "overrides": config, "identity": identity, "db": db if is_server_url(db) else None,
@@ -154,8 +152,7 @@ def ray_index(
     report = _run(store, inputs, worker_kwargs, remote_args, workers, max_retries, show_progress)
     report.seconds = time.perf_counter() - t_start
     if prune and not report.interrupted and found is not None and found.files:
-        emptied = [o.doc_id for o in report.outcomes if o.status == "skipped" and o.no_content]
-        report.pruned = prune_missing(store, found.roots, emptied)
+        report.pruned = prune_missing(store, found.roots, report.outcomes)
     return report
 
 
@@ -187,6 +184,8 @@ def _run(
     import ray.data
 
     state = StoreState.read(store)  # read once; every worker gets the same snapshot
+    if isinstance(inputs, FileSet):  # one file, one document, as the core's add_files
+        inputs = indexed_elsewhere(state, inputs)
     worker_kwargs = {**worker_kwargs, "manifest": [ray.put(state)]}
     report = IndexReport()
     total = len(inputs.files) + len(inputs.skipped) if isinstance(inputs, FileSet) else None

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -33,6 +32,7 @@ from landmark_rag.ingest import (
     FileSet,
     IndexReport,
     SourceDocument,
+    StoreState,
     file_documents,
     find_files,
     indexed_elsewhere,
@@ -54,7 +54,7 @@ from landmark_rag.store import (
     recorded_model,
     store_model,
 )
-from landmark_rag.store.client import MEMORY, CollectionNotFoundError, is_server_url
+from landmark_rag.store.client import CollectionNotFoundError, missing_store_folder
 from landmark_rag.store.identity import recorded_identity
 from landmark_rag.store.protocols import SentenceStore
 from landmark_rag.types import EncodedDocument, Hit, Passage
@@ -168,7 +168,7 @@ class LandmarkIndex:
         ``torch.compile`` the encoder's document windows once loaded
         (``LandmarkEncoder.compile``: long indexing runs).
         """
-        if client is None and not create and _missing_folder(db):
+        if client is None and not create and missing_store_folder(db):
             # a PersistentClient would create the folder (and its database) just to find nothing
             raise CollectionNotFoundError(collection, [])
         client = client if client is not None else make_client(db)
@@ -393,15 +393,15 @@ class LandmarkIndex:
         store = self.sentence_store
         local = getattr(store, "local_path", None)
         found = paths if isinstance(paths, FileSet) else find_files(paths, glob=glob, exclude=[local] if local else [])
-        found = indexed_elsewhere(store, found)  # one file, one document: never stored twice
         self.record_identity()
+        state = StoreState.read(store)  # the manifest, read once for the whole run
+        found = indexed_elsewhere(state, found)  # one file, one document: never stored twice
         report = write_documents(
             store, file_documents(found), lambda: DocumentEncoder.of(self._sentence_encoder(), batch_size),
-            total=len(found.files) + len(found.skipped), desc="indexing", show_progress=show_progress,
+            state=state, total=len(found.files) + len(found.skipped), desc="indexing", show_progress=show_progress,
         )
         if prune and not report.interrupted:
-            emptied = [o.doc_id for o in report.outcomes if o.status == "skipped" and o.no_content]
-            report.pruned = prune_missing(store, found.roots, emptied)
+            report.pruned = prune_missing(store, found.roots, report.outcomes)
         return report
 
     def add_documents(
@@ -641,8 +641,3 @@ def _check_request(
         if not q.strip() and not vector_given:
             raise ValueError("the query is blank" + (f" (query {i})" if len(queries) > 1 else "") + ": ask something")
 
-
-def _missing_folder(db: Any) -> bool:
-    """Whether ``db`` names a local folder that does not exist (not a server or memory)."""
-    target = os.fspath(db) if db is not None else DEFAULT_DB
-    return target != MEMORY and not is_server_url(target) and not Path(target).exists()

@@ -654,13 +654,14 @@ def write_documents(
     return report
 
 
-def indexed_elsewhere(store: SentenceStore, found: FileSet) -> FileSet:
+def indexed_elsewhere(state: StoreState, found: FileSet) -> FileSet:
     """``found`` with every file the store already holds under another document id (the same
     absolute path, indexed from another root: ``index docs`` then ``index docs/sub``) moved
     to the skipped entries, saying under which id: indexed again, the file would be stored
-    twice and every search would return its passages twice."""
+    twice and every search would return its passages twice. Decided on the run's manifest
+    snapshot, so the manifest is still read once."""
     stored: dict[str, str] = {}
-    for doc_id, md in store.documents(include_incomplete=True).items():
+    for doc_id, md in state.records.items():
         source = md.get(FILE_SOURCE)
         if isinstance(source, str):
             stored.setdefault(source, doc_id)
@@ -677,12 +678,12 @@ def indexed_elsewhere(store: SentenceStore, found: FileSet) -> FileSet:
     return FileSet(files, skipped, found.roots)
 
 
-def prune_missing(store: SentenceStore, roots: Iterable[Path], emptied: Iterable[str] = ()) -> list[str]:
+def prune_missing(store: SentenceStore, roots: Iterable[Path], outcomes: Iterable[FileOutcome] = ()) -> list[str]:
     """Delete documents indexed from a file under one of ``roots`` that no longer exists, and
-    those of ``emptied`` (files this run found present but no document any more: emptied,
-    binary, undecodable), whose stored text would otherwise outlive the file's."""
+    those whose file this run's ``outcomes`` found present but no document any more (emptied,
+    binary, undecodable: ``no_content``), whose stored text would otherwise outlive the file's."""
     root_names = {str(Path(r).resolve()) for r in roots}
-    emptied = set(emptied)
+    emptied = {o.doc_id for o in outcomes if o.status == "skipped" and o.no_content}
     gone = []
     for doc_id, md in store.documents(include_incomplete=True).items():
         source = md.get(FILE_SOURCE)

@@ -110,13 +110,13 @@ class ReplaceDocuments(TransformComponent):
         document complete, so re-adding the same text elsewhere (the core, the CLI, LangChain)
         would skip it as unchanged.
         """
-        if isinstance(doc_ids, str):
-            raise TypeError("delete() takes a list of document ids, not one string")
+        from landmark_rag.index import LandmarkIndex
+
         collection = chroma_collection(self.vector_store)
         if collection is None:
             raise TypeError(f"ReplaceDocuments needs a ChromaVectorStore, not {type(self.vector_store).__name__}")
-        store = ChromaSentenceStore.for_collection(collection)
-        return sum(store.delete_document(str(doc_id)) for doc_id in dict.fromkeys(doc_ids))
+        # the core's delete (its checks, each id once), through the collection's manifest
+        return LandmarkIndex(ChromaSentenceStore.for_collection(collection)).delete(doc_ids)
 
     async def adelete(self, doc_ids: Sequence[str]) -> int:
         """Async :meth:`delete` (Chroma's calls block: run off the event loop)."""

@@ -41,6 +41,13 @@ def is_server_url(db: str | os.PathLike[str] | None) -> bool:
     return db is not None and os.fspath(db).startswith(("http://", "https://"))
 
 
+def missing_store_folder(db: str | os.PathLike[str] | None) -> bool:
+    """Whether ``db`` names a local store folder that does not exist (a server or memory never
+    does): nothing there to read, and a PersistentClient would create it to find nothing."""
+    target = os.fspath(db) if db is not None else DEFAULT_DB
+    return target != MEMORY and not is_server_url(target) and not Path(target).expanduser().is_dir()
+
+
 def make_client(db: str | os.PathLike[str] | None = None) -> Any:
     """The one place a Chroma client is created.
 
@@ -282,5 +289,6 @@ __all__ = [
     "make_client",
     "manifest_name",
     "merge_metadata",
+    "missing_store_folder",
     "store_errors",
 ]
