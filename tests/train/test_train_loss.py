@@ -132,3 +132,20 @@ def test_front_set_weight_is_checked_and_follows_the_models_front_k() -> None:
     assert TrainConfig(expansion="surround", expansion_params={"before": 1}).front_k == 3
     with pytest.raises(TrainingInputError, match="front_set_weight"):
         TrainConfig(front_set_weight=-1.0)
+
+
+def test_a_prior_adds_to_the_logits_before_the_softmax() -> None:
+    """A zero prior is no prior; a prior on the answer lowers the loss (BM25 already ranks it),
+    one on a negative raises it; a prior of the wrong shape is refused."""
+    q = torch.tensor([[1.0, 0.0]])
+    u = torch.tensor([[0.0, 1.0], [1.0, 0.0], [0.6, 0.8]])
+    base = position_aware_contrastive_loss(q, u, [[0]], temperature=0.5)
+    zero = position_aware_contrastive_loss(q, u, [[0]], temperature=0.5, prior=torch.zeros(1, 3))
+    assert zero.item() == pytest.approx(base.item(), abs=1e-7)
+    on_answer = position_aware_contrastive_loss(q, u, [[0]], temperature=0.5, prior=torch.tensor([[2.0, 0.0, 0.0]]))
+    on_other = position_aware_contrastive_loss(q, u, [[0]], temperature=0.5, prior=torch.tensor([[0.0, 2.0, 0.0]]))
+    assert on_answer < base < on_other
+    # by hand: logits [0, 2, 1.2] + prior [2, 0, 0] -> -log(e^2 / (e^2 + e^2 + e^1.2))
+    assert on_answer.item() == pytest.approx(-math.log(math.e**2 / (2 * math.e**2 + math.e**1.2)), abs=1e-6)
+    with pytest.raises(ValueError, match="prior of shape"):
+        position_aware_contrastive_loss(q, u, [[0]], prior=torch.zeros(1, 2))

@@ -321,3 +321,43 @@ def test_front_set_units_are_the_answers_and_the_next_k_minus_1_of_its_own_examp
         for span, kept, (lo, hi) in zip(call["spans"], call["kept"], bounds, strict=True):
             assert kept == list(range(span[-1], min(span[-1] + 2, hi))) and lo <= span[-1] < hi
     assert losses[2.0] > losses[0.0]  # the term adds -log of a probability: never negative, here > 0
+
+
+def test_lexical_prior_reaches_the_loss_as_the_batchs_bm25(tiny_dir, sample_set, tmp_path, monkeypatch):
+    """With ``lexical_prior`` set, the host side of a step builds the batch's BM25 prior (one row
+    per query, one column per unit, in the loss's order) and the loss adds it; without it the
+    loss gets none. A query's own answer sentence usually shares its terms, so the prior lowers
+    the contrastive loss of an untrained model."""
+    from landmark_rag.store.analyzer import make_analyzer
+    from landmark_rag.train import trainer as trainer_module
+    from landmark_rag.train.lexical import lexical_prior
+
+    seen: list = []
+    real = trainer_module.position_aware_contrastive_loss
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("prior"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(trainer_module, "position_aware_contrastive_loss", spy)
+    losses = {}
+    for weight in (0.0, 3.0):
+        cfg = TrainConfig(
+            base_model=str(tiny_dir), output_dir=str(tmp_path / f"p{weight}"), pooling="mean", query_pooling="mean",
+            data=[str(sample_set)], lora=True, lora_r=4, max_length=64, seed=3, device="cpu",
+            lexical_prior=weight, lexical_prior_bm25=[1.2, 0.5],
+            stages=[StageConfig("longdoc", 1, examples_per_batch=2, queries_per_example=3)],
+        )
+        encoder = LandmarkEncoder.from_pretrained(str(tiny_dir), device="cpu", dtype="float32", max_length=64)
+        trainer = Trainer(encoder, cfg, load_articles(cfg, encoder)[0])
+        batch = next(trainer.builder(cfg.stages[0]))
+        inputs = trainer.prepare_batch(batch, cfg.stages[0])
+        with torch.no_grad():
+            losses[weight] = float(trainer.batch_loss(batch, cfg.stages[0], inputs)["contrastive"])
+        if weight:
+            want = lexical_prior(batch, make_analyzer("english"), k1=1.2, b=0.5, weight=weight)
+            assert seen[-1] is inputs.lexical and torch.equal(seen[-1], want)
+            assert seen[-1].shape == (sum(len(ex.queries) for ex in batch), sum(len(ex.units) for ex in batch))
+        else:
+            assert seen[-1] is None and inputs.lexical is None
+    assert losses[3.0] < losses[0.0]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from landmark_rag.errors import LandmarkRagError
+from landmark_rag.store.bm25 import check_parameters
 
 StageKind = Literal["pairwise", "pseudo", "longdoc"]
 
@@ -73,6 +74,11 @@ class TrainConfig:
     # training only: weight of -log P(the hit lands where the model's Front-k expansion keeps
     # the answer's last sentence: z .. z+k-1), train/loss.py; 0 leaves the paper's loss alone
     front_set_weight: float = 0.0
+    # training only: weight of each query's BM25 over the batch's units (scaled 0-1 per query)
+    # added to the contrastive logits, so vectors meant for hybrid search learn what BM25 misses
+    # (train/lexical.py); lexical_prior_bm25 = [k1, b] of that BM25; 0 trains the vectors alone
+    lexical_prior: float = 0.0
+    lexical_prior_bm25: list[float] = field(default_factory=lambda: [1.5, 0.25])
     landmark_span: int = 1  # sentences an isolated/causal landmark reads (own + span-1 before)
     # SQuAD-format .json files, prepared long-document sets (.jsonl[.gz] files or the folder
     # `landmark-rag train --prepare` writes) and/or plain-text documents (.txt/.md files, or
@@ -143,6 +149,14 @@ class TrainConfig:
             raise TrainingInputError("init_adapter starts LoRA weights; it needs lora=true")
         if self.front_set_weight < 0:
             raise TrainingInputError(f"front_set_weight must be >= 0, got {self.front_set_weight}")
+        if not 0.0 <= float(self.lexical_prior) < float("inf"):
+            raise TrainingInputError(f"lexical_prior must be finite and >= 0, got {self.lexical_prior}")
+        if len(self.lexical_prior_bm25) != 2:
+            raise TrainingInputError(f"lexical_prior_bm25 is [k1, b], got {self.lexical_prior_bm25}")
+        try:
+            check_parameters(*self.lexical_prior_bm25)
+        except ValueError as e:
+            raise TrainingInputError(f"lexical_prior_bm25: {e}") from None
         if self.front_set_weight and self.front_k < 1:
             raise TrainingInputError(f"front_set_weight needs a Front-k with k >= 1, got k={self.front_k}")
 

@@ -31,6 +31,7 @@ def position_aware_contrastive_loss(
     margin: float = 0.0,
     kept: Sequence[Sequence[int]] | None = None,
     kept_weight: float = 0.0,
+    prior: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Mean over queries of ``-sum_i w_i * log_softmax(s / tau)[z - i]``.
 
@@ -48,6 +49,11 @@ def position_aware_contrastive_loss(
     the answer only in the second case; this term is indifferent to where inside ``kept`` the
     hit lands and charges only for the mass outside it, so the mistakes a model still makes
     move to where the expansion recovers them.
+
+    ``prior`` (optional, ``[m, n]``) is added to the logits ``s / tau`` before the softmax
+    (training only): a fixed score the search adds at inference, e.g. the batch's BM25 for a
+    model that searches in hybrid mode (``train.lexical``). The vectors then learn what
+    the prior does not already rank first.
 
     queries: ``[m, d]`` and units: ``[n, d]``, both L2-normalised (cosine scores); ``spans[j]``
     lists the unit indices of query ``j``'s answer span in document order, so
@@ -68,7 +74,12 @@ def position_aware_contrastive_loss(
             bump = torch.zeros_like(scores)
             bump[rows, cols] = margin
             scores = scores + bump
-    logp = F.log_softmax(scores / temperature, dim=-1)
+    logits = scores / temperature
+    if prior is not None:
+        if prior.shape != scores.shape:
+            raise ValueError(f"prior of shape {tuple(prior.shape)} for scores of shape {tuple(scores.shape)}")
+        logits = logits + prior.to(logits.device, logits.dtype)
+    logp = F.log_softmax(logits, dim=-1)
     if kept_weight and (kept is None or len(kept) != len(spans)):
         raise ValueError("kept_weight needs one list of kept units per query")
     losses = []

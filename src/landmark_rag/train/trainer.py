@@ -27,6 +27,8 @@ from landmark_rag.encode.encoder import LandmarkEncoder
 from landmark_rag.encode.layout import Layout
 from landmark_rag.encode.runtime.malloc import keep_freed_memory
 from landmark_rag.encode.untrained import UntrainedLandmarkWarning
+from landmark_rag.retrieve.fusion import FusionConfig
+from landmark_rag.store.analyzer import make_analyzer
 from landmark_rag.train.config import (
     StageConfig,
     TrainConfig,
@@ -48,6 +50,7 @@ from landmark_rag.train.forward import (
     pool_standalone,
     prepare_jobs,
 )
+from landmark_rag.train.lexical import lexical_prior
 from landmark_rag.train.loss import distillation_loss, position_aware_contrastive_loss
 from landmark_rag.train.prefetch import PreparedStep, prefetch_steps
 from landmark_rag.train.validation import validate
@@ -64,6 +67,8 @@ class StepInputs:
 
     units: PreparedJobs
     queries: PreparedJobs | None
+    #: ``lexical_prior`` of the batch (``[queries, units]``), when the config sets one
+    lexical: torch.Tensor | None = None
 
 
 class Trainer:
@@ -109,6 +114,8 @@ class Trainer:
         self.model, self.optimizer = self.accelerator.prepare(trainable, self.optimizer)
         self._forward = hf_forward(self.model, encoder.layout)
         self._teacher_cache: dict[str, torch.Tensor] = {}
+        # the lexical index's analyser (its default language), for the batch's BM25 prior
+        self._analyze = make_analyzer(FusionConfig().language) if config.lexical_prior else None
         #: every unit and query tokenised once per run (built after a new [LMK] changed the layout);
         #: its own copy of the tokenizer, since validation tokenises on the step thread while
         #: the prefetch thread lays out the next batch
@@ -224,7 +231,11 @@ class Trainer:
             queries = prepare_jobs(self.tokens.query_jobs(texts), [len(texts)], layout.pad_id, pin, mean=mean)
         if stage.distill_weight and self.context_teacher is None:
             self.tokens.standalone([u for ex in batch for u in ex.units if u not in self._teacher_cache])
-        return StepInputs(units, queries)
+        lexical = None
+        if stage.contrastive_weight and self._analyze is not None:
+            k1, b = self.config.lexical_prior_bm25
+            lexical = lexical_prior(batch, self._analyze, k1=k1, b=b, weight=self.config.lexical_prior)
+        return StepInputs(units, queries, lexical)
 
     def batch_loss(
         self, batch: Batch, stage: StageConfig, inputs: StepInputs | None = None
@@ -253,7 +264,7 @@ class Trainer:
             c = position_aware_contrastive_loss(
                 qvecs, units, spans, temperature=self.config.temperature, alpha=self.config.alpha,
                 preceding=preceding, margin=self.config.boundary_margin,
-                kept=kept, kept_weight=self.config.front_set_weight,
+                kept=kept, kept_weight=self.config.front_set_weight, prior=inputs.lexical,
             )
             out["contrastive"] = c
             total = total + stage.contrastive_weight * c
