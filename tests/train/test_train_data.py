@@ -149,3 +149,66 @@ def test_cli_reports_input_errors_in_one_line_and_keeps_bug_tracebacks(tmp_path,
     monkeypatch.setattr(train_pkg, "train", broken)
     crash = runner.invoke(app, ["train", "-o", str(tmp_path / "m2")])
     assert isinstance(crash.exception, ValueError) and crash.exit_code != 2
+
+
+def test_cli_refuses_bad_configs_in_one_line_before_training(tmp_path):
+    """A missing or unreadable config, a bad option in it, a bad --stage or a flag value
+    outside its choices: exit 2 with a message, no traceback, and nothing written."""
+    from typer.testing import CliRunner
+
+    import landmark_rag.cli.train  # noqa: F401 - registers the command when this test runs alone
+    from landmark_rag.cli import app
+
+    runner = CliRunner()
+    out = tmp_path / "never"
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("expansion: fron\n")
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- 1\n- 2\n")
+    cases = [
+        (["-c", str(tmp_path / "missing.json")], "no training config at"),
+        (["-c", str(broken)], "not a readable training config"),
+        (["-c", str(typo)], "unknown expansion strategy 'fron'"),
+        (["-c", str(listed)], "one table of training options"),
+        (["--stage", "longdoc:abc"], "steps is a whole number"),
+        (["--stage", "longdoc:1.5"], "steps is a whole number"),
+        (["--pooling", "landmarks"], "pooling must be one of"),
+        (["--mixed-precision", "bf-16"], "mixed_precision must be one of"),
+        (["--resume", str(tmp_path / "nowhere")], "is not a training checkpoint"),
+    ]
+    for args, message in cases:
+        got = runner.invoke(app, ["train", "-o", str(out), *args])
+        assert got.exit_code == 2, (args, got.output, got.exception)
+        assert message in " ".join(got.output.split()) and "Traceback" not in got.output, (args, got.output)
+    assert not out.exists()
+
+
+def test_cli_refuses_an_output_folder_that_holds_files_unless_told(tmp_path, monkeypatch):
+    """Training into a folder with an earlier model or checkpoints would mix the two (an old
+    adapter beside new full weights loads as neither run); the CLI refuses it unless
+    ``--overwrite`` is given or the run resumes one of its checkpoints."""
+    from typer.testing import CliRunner
+
+    import landmark_rag.cli.train  # noqa: F401
+    import landmark_rag.train as train_pkg
+    from landmark_rag.cli import app
+
+    ran: list = []
+
+    def fake_train(config, **_):
+        ran.append(config.output_dir)
+        return None, []
+
+    monkeypatch.setattr(train_pkg, "train", fake_train)
+    runner = CliRunner()
+    out = tmp_path / "model"
+    assert runner.invoke(app, ["train", "-o", str(out)]).exit_code == 0  # absent: fine
+    out.mkdir()
+    assert runner.invoke(app, ["train", "-o", str(out)]).exit_code == 0  # empty: fine
+    (out / "adapter_model.safetensors").write_bytes(b"old")
+    refused = runner.invoke(app, ["train", "-o", str(out)])
+    assert refused.exit_code == 2 and "already holds files (adapter_model.safetensors)" in refused.output
+    assert "--overwrite" in refused.output and len(ran) == 2
+    assert runner.invoke(app, ["train", "-o", str(out), "--overwrite"]).exit_code == 0 and len(ran) == 3

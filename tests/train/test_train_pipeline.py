@@ -361,3 +361,28 @@ def test_lexical_prior_reaches_the_loss_as_the_batchs_bm25(tiny_dir, sample_set,
         else:
             assert seen[-1] is None and inputs.lexical is None
     assert losses[3.0] < losses[0.0]
+
+
+def test_saving_removes_the_other_kinds_weights_an_earlier_run_left(tiny_dir, sample_set, tmp_path):
+    """A full fine-tune saved where a LoRA run saved before loads as the full model alone (and
+    the other way round): the earlier run's adapter files would otherwise be applied on top."""
+    out = tmp_path / "out"
+
+    def run(lora):
+        cfg = TrainConfig(
+            base_model=str(tiny_dir), output_dir=str(out), pooling="mean", query_pooling="mean",
+            data=[str(sample_set)], lora=lora, lora_r=4, max_length=64, seed=1, device="cpu",
+            stages=[StageConfig("longdoc", 1, examples_per_batch=2, queries_per_example=2)],
+        )
+        encoder = LandmarkEncoder.from_pretrained(str(tiny_dir), device="cpu", dtype="float32", max_length=64)
+        trainer = Trainer(encoder, cfg, load_articles(cfg, encoder)[0])
+        trainer.train()
+        trainer.save(out)
+
+    run(lora=True)
+    assert (out / "adapter_model.safetensors").is_file()
+    run(lora=False)
+    assert (out / "model.safetensors").is_file() and not (out / "adapter_config.json").exists()
+    assert not any("lora" in name for name, _ in LandmarkEncoder.from_pretrained(out, device="cpu").model.named_modules())
+    run(lora=True)
+    assert (out / "adapter_config.json").is_file() and not (out / "model.safetensors").exists()

@@ -19,11 +19,16 @@ def _parse_stage(spec: str) -> dict:
     parts = spec.split(":")
     if not 2 <= len(parts) <= 4:
         raise typer.BadParameter(f"--stage {spec!r}: expected kind:steps[:contrastive_weight[:distill_weight]]")
-    stage: dict = {"kind": parts[0], "steps": int(parts[1])}
-    if len(parts) > 2:
-        stage["contrastive_weight"] = float(parts[2])
-    if len(parts) > 3:
-        stage["distill_weight"] = float(parts[3])
+    try:
+        stage: dict = {"kind": parts[0], "steps": int(parts[1])}
+        if len(parts) > 2:
+            stage["contrastive_weight"] = float(parts[2])
+        if len(parts) > 3:
+            stage["distill_weight"] = float(parts[3])
+    except ValueError:
+        raise typer.BadParameter(
+            f"--stage {spec!r}: steps is a whole number and the weights are numbers (kind:steps[:contrastive[:distill]])"
+        ) from None
     return stage
 
 
@@ -58,7 +63,8 @@ def train_command(
     data: list[Path] | None = typer.Option(
         None,
         "--data",
-        help="Training data (repeatable): SQuAD-format .json files, or plain-text documents "
+        help="Training data (repeatable): SQuAD-format .json files, a long-document set that --prepare built "
+        "(prepared:NAME, e.g. prepared:general-v1, or its folder), or plain-text documents "
         "(.txt/.md files or folders of them; no questions -> a self-distillation stage).",
     ),
     train_articles: str | None = typer.Option(
@@ -109,12 +115,16 @@ def train_command(
         "every --save-every steps); its train_config.json is the run's config unless -c is given.",
     ),
     save_every: int | None = typer.Option(None, help="Write a resumable checkpoint every N steps."),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Train into an output folder that already holds files (a model, checkpoints); "
+        "without it such a folder is refused, unless the run resumes a checkpoint.",
+    ),
     prepare: Path | None = typer.Option(
         None, "--prepare", help="Build the training set of this data recipe (e.g. data/training/general-v1.json) "
         "into -o (default: the cache folder) and stop; see docs/training.md.",
     ),
     raw: Path | None = typer.Option(
-        None, "--raw", help="--prepare: folder of the recipe's raw files, RAW/<source>/<file> (checksums verified)."
+        None, "--raw", help="--prepare: folder of the recipe's raw files, RAW/SOURCE/FILE (checksums verified)."
     ),
     download: bool = typer.Option(
         False, "--download", help="--prepare: download missing raw files from their pinned GitHub commits into --raw."
@@ -155,7 +165,22 @@ def train_command(
         "threads": threads,
         "save_every": save_every,
     }
-    _run_training(_training_config(config, resume, flags), resume)
+    cfg = _training_config(config, resume, flags)
+    _check_output(Path(cfg.output_dir), overwrite=overwrite or resume is not None)
+    _run_training(cfg, resume)
+
+
+def _check_output(output: Path, *, overwrite: bool) -> None:
+    """Exit 2 when ``output`` already holds files and the run was not told to write there:
+    a finished model or the checkpoints of another run would be mixed with this one's."""
+    if overwrite or not output.is_dir():
+        return
+    held = sorted(p.name for p in output.iterdir())
+    if held:
+        shown = ", ".join(held[:5]) + (", ..." if len(held) > 5 else "")
+        typer.echo(f"error: {output} already holds files ({shown}); choose another --output-dir, "
+                   "--resume one of its checkpoints, or pass --overwrite", err=True)
+        raise typer.Exit(2)
 
 
 def _training_config(config: Path | None, resume: Path | None, flags: dict) -> TrainConfig:
@@ -164,7 +189,17 @@ def _training_config(config: Path | None, resume: Path | None, flags: dict) -> T
 
     if config is None and resume is not None:
         config = resume / "train_config.json"
-    values = TrainConfig.load(config).to_dict() if config else {}
+        if not config.is_file():
+            typer.echo(f"error: {resume} is not a training checkpoint (no train_config.json)", err=True)
+            raise typer.Exit(2)
+    try:
+        values = TrainConfig.load(config).to_dict() if config else {}
+    except FileNotFoundError as exc:
+        typer.echo(f"error: no training config at {config}", err=True)
+        raise typer.Exit(2) from exc
+    except ValueError as exc:  # unreadable JSON/TOML, or an unknown or bad option in the file
+        typer.echo(f"error: {config}: {exc}", err=True)
+        raise typer.Exit(2) from exc
     values.update({k: v for k, v in flags.items() if v is not None})
     try:
         return TrainConfig.from_dict(values)

@@ -7,6 +7,7 @@ command that reproduces the shipped model.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -52,6 +53,14 @@ class StageConfig:
     def __post_init__(self) -> None:
         if self.kind not in ("pairwise", "pseudo", "longdoc"):
             raise TrainingInputError(f"stage kind must be pairwise, pseudo or longdoc, not {self.kind!r}")
+        for name in ("steps", "examples_per_batch", "queries_per_example", "hard_negatives", "passages_per_document"):
+            _whole(f"stage {name}", getattr(self, name), 0 if name == "hard_negatives" else 1)
+        _number("stage contrastive_weight", self.contrastive_weight, 0.0)
+        _number("stage distill_weight", self.distill_weight, 0.0)
+        if not (self.contrastive_weight or self.distill_weight):
+            raise TrainingInputError("a stage with contrastive_weight 0 and distill_weight 0 trains nothing")
+        if self.lr is not None:
+            _number("stage lr", self.lr, 0.0, strict=True)
 
 
 @dataclass
@@ -141,17 +150,56 @@ class TrainConfig:
     stages: list[StageConfig] | None = None
 
     def __post_init__(self) -> None:
+        # checked here, before any data is read or a step is trained: a typo found when the
+        # run saves its first checkpoint costs the whole run
+        if isinstance(self.data, str):  # one path, as a YAML or TOML config naturally writes it
+            self.data = [self.data]
+        for name, allowed in _CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise TrainingInputError(
+                    f"{name} must be one of {', '.join(repr(a) for a in allowed)}, not {getattr(self, name)!r}"
+                )
+        for name in ("lora", "new_lmk_token", "gradient_checkpointing"):
+            if not isinstance(getattr(self, name), bool):
+                raise TrainingInputError(f"{name} must be true or false, not {getattr(self, name)!r}")
+        if self.expansion is not None:
+            from landmark_rag.expand.strategies import choose_strategy
+
+            try:
+                choose_strategy(self.expansion, self.expansion_params)
+            except ValueError as e:
+                raise TrainingInputError(f"expansion: {e}") from None
+        elif self.expansion_params:
+            raise TrainingInputError("expansion_params need an expansion (front, surround or adaptive)")
+        _number("temperature", self.temperature, 0.0, strict=True)
+        _number("lr", self.lr, 0.0, strict=True)
+        for name in ("alpha", "weight_decay", "max_grad_norm", "boundary_margin"):
+            _number(name, getattr(self, name), 0.0)
+        _number("warmup_ratio", self.warmup_ratio, 0.0)
+        if self.warmup_ratio >= 1:
+            raise TrainingInputError(f"warmup_ratio must lie in [0, 1), got {self.warmup_ratio}")
+        _whole("gradient_accumulation_steps", self.gradient_accumulation_steps, 1)
+        _whole("lora_r", self.lora_r, 1)
+        for name in ("span_context", "eval_every", "save_every"):
+            _whole(name, getattr(self, name), 0)
         if self.model_dropout is not None and not 0.0 <= float(self.model_dropout) < 1.0:
             raise TrainingInputError(f"model_dropout must lie in [0, 1), got {self.model_dropout}")
         if self.stages is not None:
-            self.stages = [s if isinstance(s, StageConfig) else StageConfig(**s) for s in self.stages]
+            if not isinstance(self.stages, list) or not self.stages:
+                raise TrainingInputError("stages must be a non-empty list (leave it out for the default stage)")
+            for s in self.stages:
+                if not isinstance(s, StageConfig | dict):
+                    raise TrainingInputError(f"a stage is a table of stage options, not {s!r}")
+            try:
+                self.stages = [s if isinstance(s, StageConfig) else StageConfig(**s) for s in self.stages]
+            except TypeError as e:  # an unknown stage option
+                raise TrainingInputError(f"stage: {e}") from None
         if self.init_adapter and not self.lora:
             raise TrainingInputError("init_adapter starts LoRA weights; it needs lora=true")
         if self.front_set_weight < 0:
             raise TrainingInputError(f"front_set_weight must be >= 0, got {self.front_set_weight}")
-        if not 0.0 <= float(self.lexical_prior) < float("inf"):
-            raise TrainingInputError(f"lexical_prior must be finite and >= 0, got {self.lexical_prior}")
-        if len(self.lexical_prior_bm25) != 2:
+        _number("lexical_prior", self.lexical_prior, 0.0)
+        if not isinstance(self.lexical_prior_bm25, list | tuple) or len(self.lexical_prior_bm25) != 2:
             raise TrainingInputError(f"lexical_prior_bm25 is [k1, b], got {self.lexical_prior_bm25}")
         try:
             check_parameters(*self.lexical_prior_bm25)
@@ -170,20 +218,30 @@ class TrainConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> TrainConfig:
+        """A JSON, YAML (``.yaml``/``.yml``) or TOML (``.toml``) file of options; a file that does
+        not parse, or is not one table of options, is a ``TrainingInputError``."""
         path = Path(path)
         text = path.read_text()
-        if path.suffix in (".yaml", ".yml"):
-            import yaml
+        try:
+            if path.suffix in (".yaml", ".yml"):
+                import yaml
 
-            data = yaml.safe_load(text) or {}
-        elif path.suffix == ".toml":
-            if sys.version_info >= (3, 11):
-                import tomllib
+                try:
+                    data = yaml.safe_load(text) or {}
+                except yaml.YAMLError as e:
+                    raise ValueError(str(e)) from None
+            elif path.suffix == ".toml":
+                if sys.version_info >= (3, 11):
+                    import tomllib
+                else:
+                    import tomli as tomllib
+                data = tomllib.loads(text)
             else:
-                import tomli as tomllib
-            data = tomllib.loads(text)
-        else:
-            data = json.loads(text)
+                data = json.loads(text)
+        except ValueError as e:  # json's and tomllib's decode errors are ValueErrors
+            raise TrainingInputError(f"{path} is not a readable training config: {e}") from None
+        if not isinstance(data, dict):
+            raise TrainingInputError(f"{path} must hold one table of training options, not {type(data).__name__}")
         return cls.from_dict(data)
 
     def to_dict(self) -> dict[str, Any]:
@@ -203,6 +261,28 @@ class TrainConfig:
     @property
     def total_steps(self) -> int:
         return sum(s.steps for s in (self.stages if self.stages is not None else default_stages(True)))
+
+
+#: the allowed values of the options that name a choice
+_CHOICES: dict[str, tuple[Any, ...]] = {
+    "pooling": ("landmark", "mean"),
+    "query_pooling": ("landmark", "mean"),
+    "landmark_attention": ("full", "isolated", "prefix", "causal"),
+    "mixed_precision": ("no", "fp16", "bf16"),
+}
+
+
+def _number(name: str, value: Any, low: float, *, strict: bool = False) -> None:
+    """A ``TrainingInputError`` unless ``value`` is a finite number ``>= low`` (``> low`` if ``strict``)."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < low or (strict and value == low):
+        raise TrainingInputError(f"{name} must be a finite number {'>' if strict else '>='} {low:g}, got {value!r}")
+
+
+def _whole(name: str, value: Any, low: int) -> None:
+    """A ``TrainingInputError`` unless ``value`` is a whole number ``>= low``."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise TrainingInputError(f"{name} must be a whole number >= {low}, got {value!r}")
 
 
 def default_stages(labelled: bool) -> list[StageConfig]:

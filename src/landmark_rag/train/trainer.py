@@ -307,11 +307,14 @@ class Trainer:
                 done += stage.steps
                 continue
             schedule = self.scheduler(stage)
-            if start is not None:  # the stage the checkpoint stopped in
+            if start is not None:  # the first stage with steps left after the checkpoint
                 self.rng.setstate(start["rng"])
-                schedule.load_state_dict(start["scheduler"])
-                for group, lr in zip(self.optimizer.param_groups, schedule.get_last_lr(), strict=True):
-                    group["lr"] = lr  # the rate the interrupted run's next step would have used
+                # a checkpoint inside this stage goes on with its schedule; one taken as the stage
+                # before ended saved that stage's finished schedule, and this one starts afresh
+                if self.step > done:
+                    schedule.load_state_dict(start["scheduler"])
+                    for group, lr in zip(self.optimizer.param_groups, schedule.get_last_lr(), strict=True):
+                        group["lr"] = lr  # the rate the interrupted run's next step would have used
                 start = None
             with prefetch_steps(
                 self.builder(stage), done + stage.steps - self.step, self.rng,
@@ -370,6 +373,8 @@ class Trainer:
                 "rng": self._rng_state if self._rng_state is not None else self.rng.getstate(),
                 "torch_rng": torch.get_rng_state(), "history": self.history,
             }
+            if self.device.type == "cuda":  # dropout masks on a GPU come from its own generators
+                state["cuda_rng"] = torch.cuda.get_rng_state_all()
             torch.save(state, directory / TRAINER_STATE)
         return directory
 
@@ -379,6 +384,7 @@ class Trainer:
         if not state_file.is_file():
             raise TrainingInputError(f"{checkpoint} is not a training checkpoint (no {TRAINER_STATE})")
         state = torch.load(state_file, map_location="cpu", weights_only=False)
+        self._warn_if_changed(checkpoint)
         if self.peft_model is not None:
             load_adapter_weights(self.peft_model, str(checkpoint), self.config)
         else:
@@ -387,9 +393,30 @@ class Trainer:
             self.accelerator.unwrap_model(self.model).load_state_dict(load_file(str(checkpoint / "model.safetensors")))
         self.optimizer.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["torch_rng"])
+        if "cuda_rng" in state and self.device.type == "cuda":
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
         self.step, self.history = int(state["step"]), list(state["history"])
         self.history.append({"step": self.step, "resumed_from": str(checkpoint)})
         return state
+
+    def _warn_if_changed(self, checkpoint: Path) -> None:
+        """Warn when this run's options differ from the checkpoint's in what it trains on or how:
+        it then continues, but not as the interrupted run would have (where it runs, how often it
+        saves or validates, and its precision may change freely)."""
+        saved_file = checkpoint / "train_config.json"
+        if not saved_file.is_file():
+            return
+        saved = json.loads(saved_file.read_text())
+        now = self.config.to_dict()
+        changed = sorted(
+            k for k in now
+            if k not in _RESUME_FREE and k in saved and _comparable(saved[k]) != _comparable(now[k])
+        )
+        if changed:
+            message = (f"resuming {checkpoint} with other {', '.join(changed)} than it was trained with: "
+                       "the run goes on with the new values")
+            warnings.warn(message, UserWarning, stacklevel=3)
+            tqdm.write(f"warning: {message}")
 
     def _validate(self, when: str) -> dict[str, float]:
         metrics = validate(self.encoder, self.val_articles, self.config.eval_max_questions)
@@ -441,9 +468,34 @@ class Trainer:
             model.save_pretrained(directory, safe_serialization=True)
             self.encoder.tokenizer.save_pretrained(directory)
             replace(config, base_model=None).save(directory)
+        # weights of the other kind left by an earlier run in this folder would load with these
+        # (transformers applies an adapter_config.json it finds beside full weights)
+        stale = _FULL_WEIGHTS if self.peft_model is not None else _ADAPTER_FILES
+        for name in stale:
+            (directory / name).unlink(missing_ok=True)
         cfg.save(directory / "train_config.json")
         (directory / "train_history.json").write_text(json.dumps(self.history, indent=1) + "\n")
         return directory
+
+
+#: options a resumed run may change without changing what it computes (or only its precision)
+_RESUME_FREE = frozenset({
+    "output_dir", "threads", "save_every", "eval_every", "eval_max_questions", "device", "mixed_precision",
+    "gradient_checkpointing",
+})
+
+
+def _comparable(value: Any) -> Any:
+    """A config value as JSON gives it back (tuples as lists; target lists in any order)."""
+    value = json.loads(json.dumps(value))
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return sorted(value)
+    return value
+
+
+#: a full fine-tune's weight files, and a LoRA run's adapter files (``Trainer.save`` writes one kind)
+_FULL_WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json")
+_ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
 
 
 def load_adapter_weights(peft_model: Any, adapter: str, config: TrainConfig) -> None:
