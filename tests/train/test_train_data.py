@@ -212,3 +212,6 @@ def test_cli_refuses_an_output_folder_that_holds_files_unless_told(tmp_path, mon
     assert refused.exit_code == 2 and "already holds files (adapter_model.safetensors)" in refused.output
     assert "--overwrite" in refused.output and len(ran) == 2
     assert runner.invoke(app, ["train", "-o", str(out), "--overwrite"]).exit_code == 0 and len(ran) == 3
+    (tmp_path / "file").write_text("x")
+    not_a_folder = runner.invoke(app, ["train", "-o", str(tmp_path / "file"), "--overwrite"])
+    assert not_a_folder.exit_code == 2 and "is a file" in not_a_folder.output and len(ran) == 3

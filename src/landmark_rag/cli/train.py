@@ -173,6 +173,9 @@ def train_command(
 def _check_output(output: Path, *, overwrite: bool) -> None:
     """Exit 2 when ``output`` already holds files and the run was not told to write there:
     a finished model or the checkpoints of another run would be mixed with this one's."""
+    if output.exists() and not output.is_dir():
+        typer.echo(f"error: {output} is a file; --output-dir names a folder", err=True)
+        raise typer.Exit(2)
     if overwrite or not output.is_dir():
         return
     held = sorted(p.name for p in output.iterdir())
