@@ -258,6 +258,11 @@ def test_device_errors_are_clear_before_anything_loads(tmp_path):
         with pytest.raises(TrainingInputError, match="fp16 needs a GPU"):
             check_device(TrainConfig(output_dir=str(tmp_path), device="cpu", mixed_precision="fp16"))
     check_device(TrainConfig(output_dir=str(tmp_path), device="cpu", mixed_precision="bf16"))
+    for bad in ("cuda:x", "cpu:1"):
+        with pytest.raises(TrainingInputError, match="name cpu, cuda, mps or cuda:N"):
+            check_device(TrainConfig(output_dir=str(tmp_path), device=bad))
+    with pytest.raises(TrainingInputError, match="no CUDA device|GPU\\(s\\)"):
+        check_device(TrainConfig(output_dir=str(tmp_path), device=f"cuda:{torch.cuda.device_count()}"))
 
 
 def test_cli_runs_bf16_mixed_precision_on_the_device_it_names(tiny_dir, tmp_path):

@@ -537,6 +537,10 @@ def _accelerator(config: TrainConfig) -> Any:
     from accelerate.state import AcceleratorState
 
     cpu = config.device == "cpu" or (config.device is None and not torch.cuda.is_available())
+    kind, _, index = (config.device or "").partition(":")
+    if kind == "cuda" and index:
+        # accelerate places a single process on the current CUDA device: make it the one named
+        torch.cuda.set_device(int(index))
     # accelerate keeps one precision per process and refuses another: a second run in the same
     # process (a notebook, a sweep) may choose its own. Only the precision state is dropped; the
     # process-group state of `accelerate launch` (PartialState) stays.
@@ -728,13 +732,17 @@ def _base_encoder(config: TrainConfig) -> LandmarkEncoder:
 
 def check_device(config: TrainConfig) -> None:
     """A clear error, before anything loads, when ``device`` names an accelerator this torch cannot use."""
-    device = (config.device or "").split(":")[0]
+    device, _, index = (config.device or "").partition(":")
+    if index and (device != "cuda" or not index.isdigit()):
+        raise TrainingInputError(f"--device {config.device}: name cpu, cuda, mps or cuda:N (N a GPU's number)")
     if device == "cuda" and not torch.cuda.is_available():
         raise TrainingInputError(
             f"--device cuda: no CUDA device is visible to torch {torch.__version__}"
             + (" (a CPU-only build)" if torch.version.cuda is None else "")
             + "; leave --device out to train on the CPU"
         )
+    if index and int(index) >= torch.cuda.device_count():
+        raise TrainingInputError(f"--device {config.device}: this machine has {torch.cuda.device_count()} GPU(s)")
     if device == "mps" and not torch.backends.mps.is_available():
         raise TrainingInputError("--device mps: the MPS backend is not available on this machine")
     if config.mixed_precision == "fp16" and device in ("", "cpu") and not torch.cuda.is_available():
