@@ -288,33 +288,46 @@ def test_cli_runs_bf16_mixed_precision_on_the_device_it_names(tiny_dir, tmp_path
     assert {t.dtype for t in load_file(str(out / "adapter_model.safetensors")).values()} == {torch.float32}
 
 
+def _spy_on_the_loss(monkeypatch) -> list[dict]:
+    """Every call of the trainer's contrastive loss, as ``{"spans": ..., **keyword arguments}``."""
+    from landmark_rag.train import trainer as trainer_module
+
+    calls: list[dict] = []
+    real = trainer_module.position_aware_contrastive_loss
+
+    def spy(*args, **kwargs):
+        calls.append({"spans": args[2], **kwargs})
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(trainer_module, "position_aware_contrastive_loss", spy)
+    return calls
+
+
+def _one_step(tiny_dir, sample_set, out, **options):
+    """A LoRA trainer over the sample set with ``options``, its config and its first batch."""
+    cfg = TrainConfig(
+        base_model=str(tiny_dir), output_dir=str(out), pooling="mean", query_pooling="mean",
+        data=[str(sample_set)], lora=True, lora_r=4, max_length=64, seed=3, device="cpu",
+        stages=[StageConfig("longdoc", 1, examples_per_batch=2, queries_per_example=3)], **options,
+    )
+    encoder = LandmarkEncoder.from_pretrained(str(tiny_dir), device="cpu", dtype="float32", max_length=64)
+    trainer = Trainer(encoder, cfg, load_articles(cfg, encoder)[0])
+    return trainer, cfg, next(trainer.builder(cfg.stages[0]))
+
+
 def test_front_set_units_are_the_answers_and_the_next_k_minus_1_of_its_own_example(
     tiny_dir, sample_set, tmp_path, monkeypatch
 ):
     """The trainer hands the loss, per query, the units from the answer's last sentence to the
     k-1 after it, within that query's example (cut at its end, never into the next example),
     and the term changes the step's loss only when its weight is set."""
-    from landmark_rag.train import trainer as trainer_module
-
-    seen: list[dict] = []
-    real = trainer_module.position_aware_contrastive_loss
-
-    def spy(*args, **kwargs):
-        seen.append({"spans": args[2], **kwargs})
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(trainer_module, "position_aware_contrastive_loss", spy)
+    seen = _spy_on_the_loss(monkeypatch)
     losses = {}
     for weight in (0.0, 2.0):
-        cfg = TrainConfig(
-            base_model=str(tiny_dir), output_dir=str(tmp_path / f"w{weight}"), pooling="mean", query_pooling="mean",
-            data=[str(sample_set)], lora=True, lora_r=4, max_length=64, seed=3, device="cpu",
+        trainer, cfg, batch = _one_step(
+            tiny_dir, sample_set, tmp_path / f"w{weight}",
             expansion="front", expansion_params={"k": 2}, front_set_weight=weight,
-            stages=[StageConfig("longdoc", 1, examples_per_batch=2, queries_per_example=3)],
         )
-        encoder = LandmarkEncoder.from_pretrained(str(tiny_dir), device="cpu", dtype="float32", max_length=64)
-        trainer = Trainer(encoder, cfg, load_articles(cfg, encoder)[0])
-        batch = next(trainer.builder(cfg.stages[0]))
         with torch.no_grad():
             losses[weight] = float(trainer.batch_loss(batch, cfg.stages[0])["contrastive"])
         call = seen[-1]
@@ -334,37 +347,24 @@ def test_lexical_prior_reaches_the_loss_as_the_batchs_bm25(tiny_dir, sample_set,
     loss gets none. A query's own answer sentence usually shares its terms, so the prior lowers
     the contrastive loss of an untrained model."""
     from landmark_rag.store.analyzer import make_analyzer
-    from landmark_rag.train import trainer as trainer_module
     from landmark_rag.train.lexical import lexical_prior
 
-    seen: list = []
-    real = trainer_module.position_aware_contrastive_loss
-
-    def spy(*args, **kwargs):
-        seen.append(kwargs.get("prior"))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(trainer_module, "position_aware_contrastive_loss", spy)
+    calls = _spy_on_the_loss(monkeypatch)
     losses = {}
     for weight in (0.0, 3.0):
-        cfg = TrainConfig(
-            base_model=str(tiny_dir), output_dir=str(tmp_path / f"p{weight}"), pooling="mean", query_pooling="mean",
-            data=[str(sample_set)], lora=True, lora_r=4, max_length=64, seed=3, device="cpu",
-            lexical_prior=weight, lexical_prior_bm25=[1.2, 0.5],
-            stages=[StageConfig("longdoc", 1, examples_per_batch=2, queries_per_example=3)],
+        trainer, cfg, batch = _one_step(
+            tiny_dir, sample_set, tmp_path / f"p{weight}", lexical_prior=weight, lexical_prior_bm25=[1.2, 0.5]
         )
-        encoder = LandmarkEncoder.from_pretrained(str(tiny_dir), device="cpu", dtype="float32", max_length=64)
-        trainer = Trainer(encoder, cfg, load_articles(cfg, encoder)[0])
-        batch = next(trainer.builder(cfg.stages[0]))
         inputs = trainer.prepare_batch(batch, cfg.stages[0])
         with torch.no_grad():
             losses[weight] = float(trainer.batch_loss(batch, cfg.stages[0], inputs)["contrastive"])
         if weight:
             want = lexical_prior(batch, make_analyzer("english"), k1=1.2, b=0.5, weight=weight)
-            assert seen[-1] is inputs.lexical and torch.equal(seen[-1], want)
-            assert seen[-1].shape == (sum(len(ex.queries) for ex in batch), sum(len(ex.units) for ex in batch))
+            prior = calls[-1]["prior"]
+            assert prior is inputs.lexical and torch.equal(prior, want)
+            assert prior.shape == (sum(len(ex.queries) for ex in batch), sum(len(ex.units) for ex in batch))
         else:
-            assert seen[-1] is None and inputs.lexical is None
+            assert calls[-1]["prior"] is None and inputs.lexical is None
     assert losses[3.0] < losses[0.0]
 
 
