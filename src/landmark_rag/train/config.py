@@ -6,12 +6,13 @@ command that reproduces the shipped model.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from landmark_rag.errors import LandmarkRagError
 from landmark_rag.store.bm25 import check_parameters
@@ -154,7 +155,7 @@ class TrainConfig:
         # run saves its first checkpoint costs the whole run
         if isinstance(self.data, str):  # one path, as a YAML or TOML config naturally writes it
             self.data = [self.data]
-        for name, allowed in _CHOICES.items():
+        for name, allowed in _choices().items():
             if getattr(self, name) not in allowed:
                 raise TrainingInputError(
                     f"{name} must be one of {', '.join(repr(a) for a in allowed)}, not {getattr(self, name)!r}"
@@ -196,8 +197,7 @@ class TrainConfig:
                 raise TrainingInputError(f"stage: {e}") from None
         if self.init_adapter and not self.lora:
             raise TrainingInputError("init_adapter starts LoRA weights; it needs lora=true")
-        if self.front_set_weight < 0:
-            raise TrainingInputError(f"front_set_weight must be >= 0, got {self.front_set_weight}")
+        _number("front_set_weight", self.front_set_weight, 0.0)
         _number("lexical_prior", self.lexical_prior, 0.0)
         if not isinstance(self.lexical_prior_bm25, list | tuple) or len(self.lexical_prior_bm25) != 2:
             raise TrainingInputError(f"lexical_prior_bm25 is [k1, b], got {self.lexical_prior_bm25}")
@@ -263,13 +263,13 @@ class TrainConfig:
         return sum(s.steps for s in (self.stages if self.stages is not None else default_stages(True)))
 
 
-#: the allowed values of the options that name a choice
-_CHOICES: dict[str, tuple[Any, ...]] = {
-    "pooling": ("landmark", "mean"),
-    "query_pooling": ("landmark", "mean"),
-    "landmark_attention": ("full", "isolated", "prefix", "causal"),
-    "mixed_precision": ("no", "fp16", "bf16"),
-}
+@functools.cache
+def _choices() -> dict[str, tuple[Any, ...]]:
+    """The allowed values of each option that names a choice, read off its ``Literal`` type
+    (``pooling``, ``query_pooling``, ``landmark_attention``, ``mixed_precision``), so a new
+    value is allowed where it is declared."""
+    hints = get_type_hints(TrainConfig)
+    return {f.name: get_args(hints[f.name]) for f in fields(TrainConfig) if get_origin(hints[f.name]) is Literal}
 
 
 def _number(name: str, value: Any, low: float, *, strict: bool = False) -> None:
