@@ -11,6 +11,7 @@ import time
 import numpy as np
 import prepare_faults
 import pytest
+import torch
 
 from landmark_rag.encode import encoder as encoder_module
 from landmark_rag.encode.runtime import prefetch as prefetch_module
@@ -286,6 +287,31 @@ def _ready_pool(enc, n: int) -> list[process.PreparationWorker]:
             assert worker.alive and time.monotonic() < deadline, "a preparation process did not come up"
             time.sleep(0.02)
     return workers
+
+
+def test_an_accelerator_prepares_larger_groups_than_a_cpu(tiny_encoder, monkeypatch, worker_restarts) -> None:
+    """On a CPU a worker's group is bounded by ``_TASK_CHARS`` (the chunks handed over show it);
+    an accelerator's bound is the larger one, since there each group costs the launching thread."""
+    enc = tiny_encoder(max_length=64)
+    monkeypatch.setattr(encoder_module, "_TASK_CHARS", 1500)
+    monkeypatch.setattr(encoder_module, "_ACCELERATOR_TASK_CHARS", 6000)
+    enc.prepare_process = True
+    worker = _ready_worker(enc)
+    sizes: list[int] = []
+    submit = worker.submit
+    monkeypatch.setattr(worker, "submit", lambda target, key, texts, *rest: sizes.append(sum(map(len, texts)))
+                        or submit(target, key, texts, *rest))
+    docs = _many_docs()
+    enc.encode_documents(docs)
+    longest = max(len(d) for d in docs)
+    assert sizes and max(sizes) < 1500 + longest  # a chunk closes once it reaches the bound
+    assert enc._task_chars == 1500
+    kept = enc.device
+    try:
+        enc.device = torch.device("cuda")  # read only: nothing runs there
+        assert enc._task_chars == 6000
+    finally:
+        enc.device = kept
 
 
 @pytest.mark.parametrize("pooling", ["landmark", "mean"])

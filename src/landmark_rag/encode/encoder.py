@@ -48,12 +48,17 @@ _GROUP_TOKENS = 1 << 17
 #: Characters (and documents) whose sentences are tokenised in one tokenizer call.
 _PREPARE_CHARS = 1 << 18
 _PREPARE_DOCS = 256
-#: Characters of documents a preparation worker makes into one group: at most about 32k tokens
-#: (a GPU's batches come from one group), fewer when a call would otherwise give some workers
+#: Characters of documents a preparation worker makes into one group on a CPU: at most about
+#: 32k tokens (a batch never spans groups), fewer when a call would otherwise give some workers
 #: nothing or one worker the last long task, never under about 8k tokens (a group's own costs).
 _TASK_CHARS = 1 << 17
+#: The same bound on an accelerator: about 128k tokens. There the thread that launches the
+#: forward passes sets the pace, and it spends about as much on a small group (planning,
+#: launching, scattering its vectors) as on a large one; on an H100 groups of 256k-512k
+#: characters indexed 2.9 M tokens/s against 2.6 M for 128k (benchmarks.md).
+_ACCELERATOR_TASK_CHARS = 1 << 19
 _MIN_TASK_CHARS = 1 << 15
-#: Groups a call is cut into per worker, at least, where :data:`_TASK_CHARS` allows.
+#: Groups a call is cut into per worker, at least, where the bound on a group's size allows.
 _TASKS_PER_WORKER = 3
 #: Groups in flight per preparation worker beyond the one awaited (bounds what is held).
 _PREPARE_AHEAD = 2
@@ -410,7 +415,7 @@ class LandmarkEncoder:
         self, inputs: list[_Input], workers: list[prepare_process.PreparationWorker], batch_size: int,
         batch_tokens: int | None,
     ) -> Iterator[_GroupPlan]:
-        """Groups of up to :data:`_TASK_CHARS` characters, each prepared by a worker up to
+        """Groups of up to :attr:`_task_chars` characters, each prepared by a worker up to
         :data:`_PREPARE_AHEAD` groups a worker ahead of the one awaited, and here when no worker
         is ready, a text is not a str (its error is raised here, when its group is due), or the
         worker ended first (logged once). In order, whichever worker finishes first."""
@@ -449,7 +454,7 @@ class LandmarkEncoder:
             return worker.submit(prepare_process.TASK, key, texts, layout, batch_size, batch_tokens)
 
         per_task = _chars(inputs) // (_TASKS_PER_WORKER * len(workers))
-        chunks = _chunks(inputs, min(_TASK_CHARS, max(_MIN_TASK_CHARS, per_task)))
+        chunks = _chunks(inputs, min(self._task_chars, max(_MIN_TASK_CHARS, per_task)))
 
         def top_up() -> None:
             # a chunk prepared here is prepared when its turn comes, not queued behind others:
@@ -572,6 +577,11 @@ class LandmarkEncoder:
 
     #: launch CPU batches as an accelerator's are (tests of the deferred path on a CPU)
     _defer_on_cpu = False
+
+    @property
+    def _task_chars(self) -> int:
+        """The most characters a preparation worker makes into one group on this device."""
+        return _TASK_CHARS if self.device.type == "cpu" else _ACCELERATOR_TASK_CHARS
 
     def _launch_batch(
         self, batch: _Packed, outs: list[np.ndarray], mode: Pooling
