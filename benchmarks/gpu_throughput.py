@@ -308,15 +308,15 @@ def main(argv: list[str] | None = None) -> dict:
         # its size sets how many passes a call launches from the calling thread
         from landmark_rag.encode import encoder as encoder_module
 
-        kept = encoder_module._TASK_CHARS, encoder_module._ACCELERATOR_TASK_CHARS, encoder_module._TASKS_PER_WORKER
+        kept = encoder_module._TASK_CHARS, encoder_module._CUDA_TASK_CHARS, encoder_module._TASKS_PER_WORKER
         encoder_module._TASKS_PER_WORKER = 1  # else a call's share per worker caps the group first
         workers_ready(full, auto)
         for chars in (int(c) for c in args.task_chars.split(",") if c.strip()):
-            encoder_module._TASK_CHARS = encoder_module._ACCELERATOR_TASK_CHARS = chars
+            encoder_module._TASK_CHARS = encoder_module._CUDA_TASK_CHARS = chars
             add(f"landmark default, groups of at most {chars:,} characters",
                 best_time(lambda: full.encode_documents(texts), args.rounds, device),
                 f"{auto} preparation workers, one group per worker or more")
-        encoder_module._TASK_CHARS, encoder_module._ACCELERATOR_TASK_CHARS, encoder_module._TASKS_PER_WORKER = kept
+        encoder_module._TASK_CHARS, encoder_module._CUDA_TASK_CHARS, encoder_module._TASKS_PER_WORKER = kept
     if args.separate_groups:
         # the default joins the groups workers have ready together into one pass
         # (``encoder._take_ready``); here each group goes alone, as before that

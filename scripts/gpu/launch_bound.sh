@@ -2,7 +2,7 @@
 # What would lift the default past the thread that launches its forward passes (needs setup.sh
 # first). Two benchmark runs and a trace: the default (groups prepared together joined into one
 # pass) beside each group run alone, every batch handing its mask over (read back on the device
-# each pass), groups of at most 128k characters (the CPU's bound; an accelerator's is 512k:
+# each pass), groups of at most 131,072 characters (the bound elsewhere; CUDA's is 524,288:
 # fewer, larger passes) and
 # sentence-transformers per sentence (for the ratio); then the default beside a shorter
 # interpreter switch interval (the launching thread shares the lock with the one receiving

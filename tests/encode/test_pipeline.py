@@ -289,12 +289,12 @@ def _ready_pool(enc, n: int) -> list[process.PreparationWorker]:
     return workers
 
 
-def test_an_accelerator_prepares_larger_groups_than_a_cpu(tiny_encoder, monkeypatch, worker_restarts) -> None:
+def test_cuda_prepares_larger_groups_than_a_cpu(tiny_encoder, monkeypatch, worker_restarts) -> None:
     """On a CPU a worker's group is bounded by ``_TASK_CHARS`` (the chunks handed over show it);
-    an accelerator's bound is the larger one, since there each group costs the launching thread."""
+    CUDA's bound is the larger one, since there each group costs the launching thread."""
     enc = tiny_encoder(max_length=64)
     monkeypatch.setattr(encoder_module, "_TASK_CHARS", 1500)
-    monkeypatch.setattr(encoder_module, "_ACCELERATOR_TASK_CHARS", 6000)
+    monkeypatch.setattr(encoder_module, "_CUDA_TASK_CHARS", 6000)
     enc.prepare_process = True
     worker = _ready_worker(enc)
     sizes: list[int] = []
@@ -310,6 +310,8 @@ def test_an_accelerator_prepares_larger_groups_than_a_cpu(tiny_encoder, monkeypa
     try:
         enc.device = torch.device("cuda")  # read only: nothing runs there
         assert enc._task_chars == 6000
+        enc.device = torch.device("mps")  # no deferred launches there: the CPU's bound
+        assert enc._task_chars == 1500
     finally:
         enc.device = kept
 

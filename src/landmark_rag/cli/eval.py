@@ -61,7 +61,7 @@ def eval_command(
         None, "--max-questions", min=1, help="Evaluate at most N questions (spread over the articles)."
     ),
     device: str | None = typer.Option(None, "--device", help="cpu, cuda, mps (default: best available)."),
-    batch_size: int = typer.Option(32, "--batch-size", min=1, help="Encoder windows per batch."),
+    batch_size: int = typer.Option(32, "--batch-size", min=1, help="Encoder windows per batch on a CPU (on CUDA batches are sized by padded tokens from free memory)."),
     as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object on stdout."),
     plot: Path | None = typer.Option(None, "--plot", dir_okay=False, help="Write a PNG of coverage against budget."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),

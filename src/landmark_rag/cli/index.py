@@ -32,7 +32,7 @@ def index_command(
         None, "--model", help="Model alias, directory or .gguf (default: the store's model, else the package default)."
     ),
     glob: str | None = typer.Option(None, "--glob", help="Only files matching this pattern, e.g. '*.md'."),
-    batch_size: int = typer.Option(16, "--batch-size", min=1, help="Encoder windows per batch."),
+    batch_size: int = typer.Option(16, "--batch-size", min=1, help="Encoder windows per batch on a CPU (on CUDA batches are sized by padded tokens from free memory)."),
     collection: str = CollectionOption,
     pooling: str | None = typer.Option(
         None, "--pooling", help="Override the model's pooling: landmark, mean or sentence (new stores only)."

@@ -52,11 +52,11 @@ _PREPARE_DOCS = 256
 #: 32k tokens (a batch never spans groups), fewer when a call would otherwise give some workers
 #: nothing or one worker the last long task, never under about 8k tokens (a group's own costs).
 _TASK_CHARS = 1 << 17
-#: The same bound on an accelerator: about 128k tokens. There the thread that launches the
+#: The same bound on CUDA: about 128k tokens. There the thread that launches the
 #: forward passes sets the pace, and it spends about as much on a small group (planning,
 #: launching, scattering its vectors) as on a large one; on an H100 groups of 256k-512k
 #: characters indexed 2.9 M tokens/s against 2.6 M for 128k (benchmarks.md).
-_ACCELERATOR_TASK_CHARS = 1 << 19
+_CUDA_TASK_CHARS = 1 << 19
 _MIN_TASK_CHARS = 1 << 15
 #: Groups a call is cut into per worker, at least, where the bound on a group's size allows.
 _TASKS_PER_WORKER = 3
@@ -580,8 +580,10 @@ class LandmarkEncoder:
 
     @property
     def _task_chars(self) -> int:
-        """The most characters a preparation worker makes into one group on this device."""
-        return _TASK_CHARS if self.device.type == "cpu" else _ACCELERATOR_TASK_CHARS
+        """The most characters a preparation worker makes into one group on this device: the
+        larger bound where batches are launched without waiting (CUDA), where each group costs
+        the launching thread; elsewhere the CPU's."""
+        return _CUDA_TASK_CHARS if self.device.type == "cuda" else _TASK_CHARS
 
     def _launch_batch(
         self, batch: _Packed, outs: list[np.ndarray], mode: Pooling
