@@ -19,7 +19,13 @@ changes it only at float rounding):
   padded to the longest (what training did before ``train.forward.pool_standalone`` sorted them
   into batches of a token budget);
 - ``no-dropout``: memory kept, the base model's dropout off (``model_dropout`` 0; a recipe
-  change, so its losses differ).
+  change, so its losses differ);
+- ``no-cache``: every text tokenised again each time a step needs it (``train.forward.TokenCache``
+  forgets after each lookup), as training did before it cached ids;
+- ``no-prefetch``: each step's batch laid out on the step's own thread, after the previous
+  step (``train.prefetch.prefetch_steps`` replaced by the same steps made inline);
+- ``before``: both of the last two, the trainer's host side as it was before either;
+- ``bf16``: memory kept, ``mixed_precision`` bf16 (CPU autocast; the losses differ by rounding).
 
     python benchmarks/train_steps.py                       # mpnet recipe, 6 steps, 2 rounds
     python benchmarks/train_steps.py -c docs/experiments/runs/minilm-general-v1-2800.json --steps 10
@@ -36,7 +42,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-POLICIES = ("kept", "pinned", "glibc", "one-batch", "no-dropout")
+POLICIES = ("kept", "pinned", "glibc", "one-batch", "no-dropout", "no-cache", "no-prefetch", "before", "bf16")
 
 CHILD = r"""
 import json, resource, sys
@@ -49,6 +55,22 @@ if policy == "pinned":
 if policy == "one-batch":
     from landmark_rag.train import forward
     forward.STANDALONE_BATCH_TOKENS, forward.STANDALONE_WIDTH_GROWTH = 1 << 40, float("inf")
+if policy in ("no-cache", "before"):
+    from landmark_rag.train import forward
+    lookup = forward.TokenCache._lookup
+    def forgetful(self, pieces):
+        try:
+            return lookup(self, pieces)
+        finally:
+            self._ids.clear()
+    forward.TokenCache._lookup = forgetful
+if policy in ("no-prefetch", "before"):
+    import contextlib
+    from landmark_rag.train import prefetch
+    @contextlib.contextmanager
+    def inline(batches, steps, rng, prepare, depth=2):
+        yield prefetch.prepared_steps(batches, steps, rng, prepare)
+    trainer_module.prefetch_steps = inline
 cfg = TrainConfig.load(config_path).to_dict()
 # no validation: only the training steps are timed (a source only validated on goes)
 cfg["data"] = [d if not isinstance(d, dict) else {**d, "val": ""} for d in cfg["data"]
@@ -56,7 +78,8 @@ cfg["data"] = [d if not isinstance(d, dict) else {**d, "val": ""} for d in cfg["
 cfg["stages"] = [{**cfg["stages"][0], "steps": int(steps)}]  # the first stage's first steps
 if policy == "no-dropout":
     cfg["model_dropout"] = 0.0
-cfg.update(eval_every=0, save_every=0, threads=int(threads), output_dir=out_dir, device="cpu", mixed_precision="no")
+cfg.update(eval_every=0, save_every=0, threads=int(threads), output_dir=out_dir, device="cpu",
+           mixed_precision="bf16" if policy == "bf16" else "no")
 _, history = trainer_module.train(TrainConfig.from_dict(cfg))
 usage = resource.getrusage(resource.RUSAGE_SELF)
 print("RESULT " + json.dumps({
