@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> dict:
                          "(larger groups: larger batches on the device, fewer groups to share)")
     ap.add_argument("--task-chars", default="",
                     help="comma list: the default again with groups of at most this many characters "
-                         "(131,072 on a CPU and 524,288 on an accelerator by default), the call cut into one group per worker or more")
+                         "(524,288 on CUDA, 131,072 elsewhere, by default), the call cut into one group per worker or more")
     ap.add_argument("--switch-interval", default="",
                     help="comma list of seconds: the default again with sys.setswitchinterval at each")
     ap.add_argument("--separate-groups", action="store_true",

@@ -54,8 +54,8 @@ _PREPARE_DOCS = 256
 _TASK_CHARS = 1 << 17
 #: The same bound on CUDA: about 128k tokens. There the thread that launches the
 #: forward passes sets the pace, and it spends about as much on a small group (planning,
-#: launching, scattering its vectors) as on a large one; on an H100 groups of 256k-512k
-#: characters indexed 2.9 M tokens/s against 2.6 M for 128k (benchmarks.md).
+#: launching, scattering its vectors) as on a large one; on an H100 groups of 262k-524k
+#: characters indexed 2.9 M tokens/s against 2.6 M for 131k (benchmarks.md).
 _CUDA_TASK_CHARS = 1 << 19
 _MIN_TASK_CHARS = 1 << 15
 #: Groups a call is cut into per worker, at least, where the bound on a group's size allows.
