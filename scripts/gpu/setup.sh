@@ -17,5 +17,11 @@ if [ ! -f /tmp/gpu/.ready ]; then
   [ -f "$CARRY/general-v1.tar" ] && tar -xf "$CARRY/general-v1.tar" -C /tmp/gpu/cache/data
   touch /tmp/gpu/.ready
 fi
+# the test suite's wheels, when they travelled (pack_carry.py --tests; scripts/gpu/suite.sh), also
+# on a machine set up earlier without them
+if [ ! -f /tmp/gpu/.tests-ready ] && compgen -G "$CARRY/whl-tests/*.whl" > /dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/gpu/site "$CARRY"/whl-tests/*.whl
+  touch /tmp/gpu/.tests-ready
+fi
 source "$(dirname "$0")/env.sh"
 { nvidia-smi -L || true; nproc; python3 -c "import torch, transformers, peft, accelerate, tokenizers; print('torch', torch.__version__, 'transformers', transformers.__version__, 'peft', peft.__version__, 'accelerate', accelerate.__version__, 'tokenizers', tokenizers.__version__)"; } 2>&1
