@@ -20,8 +20,9 @@ changes it only at float rounding):
   into batches of a token budget);
 - ``no-dropout``: memory kept, the base model's dropout off (``model_dropout`` 0; a recipe
   change, so its losses differ);
-- ``no-cache``: every text tokenised again each time a step needs it (``train.forward.TokenCache``
-  forgets after each lookup), as training did before it cached ids;
+- ``no-cache``: every unit, standalone unit and query tokenised again each time a step needs it
+  (``train.forward.TokenCache`` keeps nothing), as training did before it cached ids (a new unit's
+  standalone ids are then tokenised twice in a step: once for the step, once for its target);
 - ``no-prefetch``: each step's batch laid out on the step's own thread, after the previous
   step (``train.prefetch.prefetch_steps`` replaced by the same steps made inline);
 - ``before``: both of the last two, the trainer's host side as it was before either;
@@ -56,14 +57,23 @@ if policy == "one-batch":
     from landmark_rag.train import forward
     forward.STANDALONE_BATCH_TOKENS, forward.STANDALONE_WIDTH_GROWTH = 1 << 40, float("inf")
 if policy in ("no-cache", "before"):
+    # every lookup tokenised afresh, nothing kept (under the cache's lock: the prefetch thread
+    # shares the tokenizer)
+    import numpy as np
+    from dataclasses import replace
+    from landmark_rag.segment.tokens import text_tokenizer
     from landmark_rag.train import forward
-    lookup = forward.TokenCache._lookup
-    def forgetful(self, pieces):
-        try:
-            return lookup(self, pieces)
-        finally:
-            self._ids.clear()
-    forward.TokenCache._lookup = forgetful
+    def fresh_ids(self, pieces):
+        with self._lock:
+            self.tokenised += len(pieces)
+            return text_tokenizer(self.layout.tokenizer).ids(list(pieces))
+    def fresh_queries(self, texts):
+        with self._lock:
+            self.tokenised += len(texts)
+            jobs = self.layout.query_jobs(list(texts))
+        return [replace(job, sentences=np.array([q])) for q, job in enumerate(jobs)]
+    forward.TokenCache._lookup = fresh_ids
+    forward.TokenCache.query_jobs = fresh_queries
 if policy in ("no-prefetch", "before"):
     import contextlib
     from landmark_rag.train import prefetch

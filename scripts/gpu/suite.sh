@@ -20,6 +20,7 @@ import re, sys
 text = open(sys.argv[1], errors="replace").read()
 collect = sorted(set(re.findall(r"^ERROR (\S+\.py)(?: - |$)", text, re.M)))
 failed = sorted(set(re.findall(r"^FAILED (\S+)", text, re.M)))
+failed += sorted(set(re.findall(r"^ERROR (\S+::\S+)", text, re.M)))  # errors in a test's fixtures
 missing = sorted(set(re.findall(r"No module named '([^']+)'", text)))
 print(f"modules not collected: {len(collect)} (missing: {', '.join(missing) or 'none'})")
 print(f"failed: {len(failed)}")

@@ -314,6 +314,12 @@ def test_cuda_prepares_larger_groups_than_a_cpu(tiny_encoder, monkeypatch, worke
         assert enc._task_chars == 1500
     finally:
         enc.device = kept
+    # the chunking reads the device's bound: with CUDA's, chunks grow past the CPU's
+    monkeypatch.setattr(encoder_module, "_TASKS_PER_WORKER", 1)  # the call's share must not cap it
+    monkeypatch.setattr(type(enc), "_task_chars", property(lambda self: encoder_module._CUDA_TASK_CHARS))
+    sizes.clear()
+    enc.encode_documents(docs)
+    assert max(sizes) >= 1500 + longest
 
 
 @pytest.mark.parametrize("pooling", ["landmark", "mean"])
