@@ -59,8 +59,6 @@ if policy == "one-batch":
 if policy in ("no-cache", "before"):
     # every lookup tokenised afresh, nothing kept (under the cache's lock: the prefetch thread
     # shares the tokenizer)
-    import numpy as np
-    from dataclasses import replace
     from landmark_rag.segment.tokens import text_tokenizer
     from landmark_rag.train import forward
     def fresh_ids(self, pieces):
@@ -68,10 +66,10 @@ if policy in ("no-cache", "before"):
             self.tokenised += len(pieces)
             return text_tokenizer(self.layout.tokenizer).ids(list(pieces))
     def fresh_queries(self, texts):
+        # one call lays the queries out with their own row numbers, as the cache re-numbers them
         with self._lock:
             self.tokenised += len(texts)
-            jobs = self.layout.query_jobs(list(texts))
-        return [replace(job, sentences=np.array([q])) for q, job in enumerate(jobs)]
+            return self.layout.query_jobs(list(texts))
     forward.TokenCache._lookup = fresh_ids
     forward.TokenCache.query_jobs = fresh_queries
 if policy in ("no-prefetch", "before"):
