@@ -3,15 +3,17 @@
 An experiment tool, not part of the package: checkpoints along one run's trajectory are
 averaged as weight deltas (the mean of every checkpoint's ``B @ A * scaling``), which is what
 averaging the merged models would give, and the mean is refactored to the run's rank by peft's
-SVD merge (``add_weighted_adapter(combination_type="svd")``). Averaging the A and B factors
-separately would not be the mean of the models. The relative error of the rank-r factors
+SVD merge (``add_weighted_adapter(combination_type="svd")``), or with ``--exact`` kept exact by
+stacking the factors (``combination_type="cat"``: rank r times the number of checkpoints, the
+way to average checkpoints of different runs, whose factors share no basis). Averaging the A and
+B factors separately would not be the mean of the models. The relative error of the average
 against the exact mean is printed per run.
 
 The model folder it writes is loadable like any trained model: the adapter, plus the
 ``landmark_config.json`` (and training records) of ``--meta``, a model folder whose search
 settings the average should use, and ``soup.json`` naming the checkpoints.
 
-    python scripts/average_adapters.py OUT CKPT [CKPT ...] [--rank 16] --meta MODEL_DIR
+    python scripts/average_adapters.py OUT CKPT [CKPT ...] [--rank 16 | --exact] --meta MODEL_DIR
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("checkpoints", nargs="+", type=Path)
     parser.add_argument("--rank", type=int, default=None, help="the average's rank (default: the checkpoints')")
+    parser.add_argument("--exact", action="store_true", help="stack the factors (rank r x n) instead of an SVD")
     parser.add_argument("--meta", type=Path, required=True, help="model folder whose landmark_config.json to copy")
     args = parser.parse_args()
 
@@ -44,9 +47,12 @@ def main() -> None:
         model.load_adapter(str(checkpoint), adapter_name=f"a{i}")
         names.append(f"a{i}")
     weights = [1.0 / len(names)] * len(names)
-    model.base_model.add_weighted_adapter(
-        names, weights, "average", combination_type="svd", svd_rank=args.rank, svd_full_matrices=False
-    )
+    if args.exact:
+        model.base_model.add_weighted_adapter(names, weights, "average", combination_type="cat")
+    else:
+        model.base_model.add_weighted_adapter(
+            names, weights, "average", combination_type="svd", svd_rank=args.rank, svd_full_matrices=False
+        )
 
     errors = []
     for module in model.modules():
@@ -72,7 +78,8 @@ def main() -> None:
         if (args.meta / name).exists():
             shutil.copy(args.meta / name, args.out / name)
     (args.out / "soup.json").write_text(
-        json.dumps({"checkpoints": [str(c) for c in args.checkpoints], "weights": weights, "rank": args.rank}, indent=1)
+        json.dumps({"checkpoints": [str(c) for c in args.checkpoints], "weights": weights,
+                    "rank": args.rank, "exact": args.exact}, indent=1)
     )
     print("wrote", args.out)
 

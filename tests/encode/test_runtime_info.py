@@ -76,14 +76,14 @@ def test_tokenizer_names_the_code_that_tokenises(tiny_encoder, monkeypatch: pyte
 
 
 def test_cli_runtime_without_a_store(tmp_path: Path, tiny_bert_dir: Path) -> None:
-    result = CliRunner().invoke(
-        app, ["info", "--runtime", "--db", str(tmp_path / "none"), "--model", str(tiny_bert_dir), "--json"]
-    )
+    # the CPU named: without --device a CUDA machine loads the model there, in bf16
+    where = ["--db", str(tmp_path / "none"), "--model", str(tiny_bert_dir), "--device", "cpu"]
+    result = CliRunner().invoke(app, ["info", "--runtime", *where, "--json"])
     assert result.exit_code == 0, result.output
     info = json.loads(result.stdout)
     assert info["device"] == "cpu" and info["weights"] == "float32" and info["window_tokens"] > 0
     assert not (tmp_path / "none").exists()  # looking never creates a store
-    table = CliRunner().invoke(app, ["info", "--runtime", "--db", str(tmp_path / "none"), "--model", str(tiny_bert_dir)])
+    table = CliRunner().invoke(app, ["info", "--runtime", *where])
     assert table.exit_code == 0 and "preparation workers" in table.stdout
 
 
