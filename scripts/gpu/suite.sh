@@ -13,14 +13,18 @@
 #
 #   bash scripts/gpu/suite.sh                        # tests/, one process, at most 8 minutes
 #   TEST_DIRS="tests/encode tests/train" bash scripts/gpu/suite.sh
+#   SUITE_WORKERS=4 SUITE_ARGS="--ignore=tests/llama_index --ignore=tests/langchain --ignore=tests/distributed" \
+#     bash scripts/gpu/suite.sh              # 4 processes (pytest-xdist), the modules it cannot collect left out
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-# one process: pytest-xdist fails internally when a module does not collect
+# one process unless SUITE_WORKERS says otherwise: pytest-xdist fails internally when a module
+# does not collect
+if [ -n "${SUITE_WORKERS:-}" ]; then SPREAD="-n $SUITE_WORKERS"; else SPREAD="-p no:xdist"; fi
 # shellcheck disable=SC2086
-timeout "${SUITE_TIMEOUT:-480}" python3 -m pytest -v -rfE --tb=short --continue-on-collection-errors -p no:xdist \
+timeout "${SUITE_TIMEOUT:-480}" python3 -m pytest -v -rfE --tb=short --continue-on-collection-errors $SPREAD \
   --timeout "${TEST_TIMEOUT:-150}" --timeout-method signal -o faulthandler_timeout=120 \
-  --durations 15 ${TEST_DIRS:-tests} > "$OUT/suite.log" 2>&1
+  --durations 15 ${SUITE_ARGS:-} ${TEST_DIRS:-tests} > "$OUT/suite.log" 2>&1
 echo "rc=$?"
 python3 - "$OUT/suite.log" <<'PY'
 import re, sys
