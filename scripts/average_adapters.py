@@ -38,6 +38,8 @@ def main() -> None:
     parser.add_argument("--exact", action="store_true", help="stack the factors (rank r x n) instead of an SVD")
     parser.add_argument("--meta", type=Path, required=True, help="model folder whose landmark_config.json to copy")
     args = parser.parse_args()
+    if args.exact and args.rank is not None:
+        parser.error("--exact keeps every checkpoint's rank; give --rank or --exact")
 
     base_name = json.loads((args.checkpoints[0] / "adapter_config.json").read_text())["base_model_name_or_path"]
     base = AutoModel.from_pretrained(resolve(base_name).path, dtype=torch.float32)
@@ -63,7 +65,7 @@ def main() -> None:
         if float(exact.norm()) > 0:  # a module no checkpoint moved has nothing to compare
             errors.append(float((module.get_delta_weight("average") - exact).norm() / exact.norm()))
     print(
-        f"{len(errors)} modules; relative error of the rank-r average: "
+        f"{len(errors)} modules; relative error of the {'stacked' if args.exact else 'rank-r'} average: "
         f"mean {sum(errors) / len(errors):.4f}, max {max(errors):.4f}"
     )
 

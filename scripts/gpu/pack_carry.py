@@ -63,13 +63,18 @@ def main() -> None:
     wanted = [("whl", name) for name in WHEELS] + [("whl-suite", name) for name in TEST_WHEELS if args.tests]
     for folder, name in wanted:
         (carry / folder).mkdir(parents=True, exist_ok=True)
-        stem = name.replace("-", "_").lower()
-        if not [f for f in (carry / folder).glob("*.whl") if f.name.lower().startswith(stem + "-")]:
-            # the version this checkout runs with, where it has one
-            try:
-                spec = f"{name}=={importlib.metadata.version(name)}"
-            except importlib.metadata.PackageNotFoundError:
-                spec = name
+        # the version this checkout runs with, where it has one (a wheel of another is replaced)
+        try:
+            version = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            version = None
+        stem = name.replace("-", "_").lower() + "-"
+        have = [f for f in (carry / folder).glob("*.whl") if f.name.lower().startswith(stem)]
+        stale = [f for f in have if version is not None and not f.name.lower().startswith(f"{stem}{version}-")]
+        for f in stale:
+            f.unlink()
+        if len(have) == len(stale):
+            spec = name if version is None else f"{name}=={version}"
             # the lent machines run CPython 3.12 on x86-64: sentencex ships compiled wheels
             subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
                             "--python-version", "3.12", "--implementation", "cp",

@@ -85,6 +85,14 @@ def test_cli_runtime_without_a_store(tmp_path: Path, tiny_bert_dir: Path) -> Non
     assert not (tmp_path / "none").exists()  # looking never creates a store
     table = CliRunner().invoke(app, ["info", "--runtime", *where])
     assert table.exit_code == 0 and "preparation workers" in table.stdout
+    # without --device: the machine's best device and its default precision (bf16 on CUDA)
+    from landmark_rag.encode.models.loading import pick_device, pick_dtype
+
+    best = pick_device(None)
+    plain = CliRunner().invoke(app, ["info", "--runtime", *where[:4], "--json"])
+    assert plain.exit_code == 0, plain.output
+    got = json.loads(plain.stdout)
+    assert (got["device"], got["weights"]) == (str(best), str(pick_dtype(best, None)).removeprefix("torch."))
 
 
 def test_cli_runtime_of_a_missing_model_is_one_line(tmp_path: Path) -> None:
