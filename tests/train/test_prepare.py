@@ -11,10 +11,12 @@ import gzip
 import hashlib
 import http.server
 import json
+import math
 import shutil
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -205,6 +207,25 @@ def test_seeded_training_on_the_prepared_sample_reproduces_and_loads(prepared, t
     encoder = LandmarkEncoder.from_pretrained(outs[0], device="cpu")
     doc = encoder.encode_document(read_longdocs(prepared / DOCUMENTS_FILE)[0].text)
     assert len(doc) > 3 and doc.embeddings.shape[1] == 384
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_training_on_the_default_device_trains_and_loads(prepared, tmp_path):
+    """The same short run on the machine's default device (a GPU where there is one), with the
+    trained model loaded and encoding there too: the seeded test above names the CPU."""
+    from landmark_rag import LandmarkEncoder
+
+    out = tmp_path / "default-device"
+    result = CliRunner().invoke(app, [
+        "train", "--base", "all-MiniLM-L6-v2", "-o", str(out), "--data", str(prepared), "--val-articles", "",
+        "--pooling", "mean", "--query-pooling", "mean", "--max-length", "128", "--stage", "longdoc:3", "--seed", "5",
+    ])
+    assert result.exit_code == 0, result.output
+    history = json.loads((out / "train_history.json").read_text())
+    losses = [h["loss"] for h in history if "loss" in h]
+    assert len(losses) == 3 and all(math.isfinite(x) for x in losses)
+    doc = LandmarkEncoder.from_pretrained(out).encode_document(read_longdocs(prepared / DOCUMENTS_FILE)[0].text)
+    assert len(doc) > 3 and bool(np.isfinite(doc.embeddings).all())
 
 
 def test_prepared_name_resolves_to_the_cache_and_names_the_command_when_missing(prepared, tmp_path, monkeypatch):
