@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+from tests.child_env import SRC, pythonpath
+
 PACKAGE = SRC / "landmark_rag"
 
 
@@ -105,7 +106,7 @@ def test_datasets_is_a_low_layer():
 
 
 def _import_alone(module: str) -> tuple[str, int, str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": pythonpath()}
     proc = subprocess.run(
         [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, env=env, timeout=600
     )

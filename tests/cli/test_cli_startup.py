@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 
 from landmark_rag.cli import _register, app
 from landmark_rag.store import ChromaSentenceStore
+from tests.child_env import pythonpath
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 HEAVY = ("torch", "transformers", "chromadb", "peft", "bm25s")
 
 _register()
@@ -30,7 +30,7 @@ _register()
 
 def fresh_python(code: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a new interpreter with this checkout's sources first on the path."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": pythonpath()}
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
 
 

@@ -6,17 +6,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[2] / "src"
-
-
-def _pythonpath() -> str:
-    """This checkout's sources first, then the caller's own path: packages installed beside the
-    interpreter's (a test machine's carried wheels on PYTHONPATH) stay importable in the child."""
-    return os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH")) if p)
+from tests.child_env import pythonpath
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc only")
@@ -38,7 +31,7 @@ def test_each_policy_is_set_once_unless_the_user_decides(policy: str, env: dict[
     base = {k: v for k, v in os.environ.items() if k != "LANDMARK_RAG_MALLOPT" and not k.startswith("MALLOC_")}
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-        env={**base, **env, "PYTHONPATH": _pythonpath()},
+        env={**base, **env, "PYTHONPATH": pythonpath()},
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == [expected, expected]
@@ -76,7 +69,7 @@ def test_training_memory_is_reused_instead_of_faulted_in_again() -> None:
     for policy in ("pinned", "kept"):
         out = subprocess.run(
             [sys.executable, "-c", FAULTS, policy], capture_output=True, text=True, timeout=120,
-            env={**base, "PYTHONPATH": _pythonpath()},
+            env={**base, "PYTHONPATH": pythonpath()},
         )
         assert out.returncode == 0, out.stderr
         faults[policy] = [int(x) for x in out.stdout.split()]
