@@ -180,6 +180,15 @@ def test_the_shipped_recipe_keeps_every_evaluation_article_out():
         assert s.url(recipe.files[s.name][0]).startswith(f"https://raw.githubusercontent.com/{s.repo}/{s.commit}/")
 
 
+def _short_training(prepared: Path, out: Path, *extra: str):
+    """Three seeded LoRA steps of the real base model on the prepared sample, through the CLI."""
+    return CliRunner().invoke(app, [
+        "train", "--base", "all-MiniLM-L6-v2", "-o", str(out), "--data", str(prepared), "--val-articles", "",
+        "--pooling", "mean", "--query-pooling", "mean", "--max-length", "128", "--stage", "longdoc:3",
+        "--seed", "5", *extra,
+    ])
+
+
 @pytest.mark.usefixtures("one_thread")
 def test_seeded_training_on_the_prepared_sample_reproduces_and_loads(prepared, tmp_path):
     """The real base model, a few LoRA steps on the prepared sample, twice: the same adapter bytes.
@@ -189,15 +198,10 @@ def test_seeded_training_on_the_prepared_sample_reproduces_and_loads(prepared, t
     order the device's threads finish, so two seeded runs differ in the last bits."""
     from landmark_rag import LandmarkEncoder
 
-    runner = CliRunner()
     outs = []
     for name in ("a", "b"):
         out = tmp_path / name
-        result = runner.invoke(app, [
-            "train", "--base", "all-MiniLM-L6-v2", "-o", str(out), "--data", str(prepared), "--val-articles", "",
-            "--pooling", "mean", "--query-pooling", "mean", "--max-length", "128", "--stage", "longdoc:3",
-            "--seed", "5", "--threads", "1", "--device", "cpu",
-        ])
+        result = _short_training(prepared, out, "--threads", "1", "--device", "cpu")
         assert result.exit_code == 0, result.output
         outs.append(out)
     adapter = [(o / "adapter_model.safetensors").read_bytes() for o in outs]
@@ -216,10 +220,7 @@ def test_training_on_the_default_device_trains_and_loads(prepared, tmp_path):
     from landmark_rag import LandmarkEncoder
 
     out = tmp_path / "default-device"
-    result = CliRunner().invoke(app, [
-        "train", "--base", "all-MiniLM-L6-v2", "-o", str(out), "--data", str(prepared), "--val-articles", "",
-        "--pooling", "mean", "--query-pooling", "mean", "--max-length", "128", "--stage", "longdoc:3", "--seed", "5",
-    ])
+    result = _short_training(prepared, out)
     assert result.exit_code == 0, result.output
     history = json.loads((out / "train_history.json").read_text())
     losses = [h["loss"] for h in history if "loss" in h]
