@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from landmark_rag.encode.models.split_zip import SplitZipMissing, extract_parts, part_files
+from landmark_rag.encode.models.split_zip import SplitZipMissing, assemble, cache_root, extract_parts, part_files
 
 
 def _split_archive(tmp_path: Path, members: dict[str, bytes], pieces: int = 3) -> list[Path]:
@@ -56,6 +56,47 @@ def test_archive_without_the_model_folder_is_refused(tmp_path: Path) -> None:
     parts = _split_archive(tmp_path, {"other/config.json": b"{}"}, pieces=1)
     with pytest.raises(OSError, match="no m/config.json"):
         extract_parts(parts, "m", tmp_path / "cache" / "m")
+
+
+def test_models_share_the_one_cache_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from landmark_rag.encode import cache_dir
+
+    monkeypatch.delenv("LANDMARK_RAG_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache_root() == cache_dir() == tmp_path / "landmark_rag"
+    monkeypatch.setenv("LANDMARK_RAG_CACHE", str(tmp_path / "elsewhere"))
+    assert cache_root() == cache_dir() == tmp_path / "elsewhere"
+
+
+def test_a_model_assembled_into_the_old_folder_is_moved_not_extracted_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LANDMARK_RAG_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    old = tmp_path / "landmark-rag" / "m"
+    old.mkdir(parents=True)
+    (old / "config.json").write_text("{}")
+    (old / "model.safetensors").write_bytes(b"w" * 100)
+    # the part packages are not installed: only a move can produce the model
+    target = assemble(["no-such-part-001"], "m")
+    assert target == tmp_path / "landmark_rag" / "m"
+    assert (target / "model.safetensors").read_bytes() == b"w" * 100
+    assert not (tmp_path / "landmark-rag").exists()  # the emptied old folder goes too
+    assert assemble(["no-such-part-001"], "m") == target
+
+
+def test_the_old_folder_keeps_what_else_it_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LANDMARK_RAG_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    (tmp_path / "landmark-rag" / "m").mkdir(parents=True)
+    (tmp_path / "landmark-rag" / "m" / "config.json").write_text("{}")
+    (tmp_path / "landmark-rag" / "notes.txt").write_text("mine")
+    assemble(["no-such-part-001"], "m")
+    assert (tmp_path / "landmark-rag" / "notes.txt").read_text() == "mine"
+    # an incomplete old copy (no marker) is not adopted: the parts are needed, and missing
+    (tmp_path / "landmark-rag" / "n").mkdir()
+    with pytest.raises(SplitZipMissing):
+        assemble(["no-such-part-001"], "n")
 
 
 def test_uninstalled_packages_are_named_with_the_install_command() -> None:

