@@ -52,9 +52,11 @@ Prints a Markdown table and a JSON object (``--json`` also writes it to a file).
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import platform
+import shutil
 import sys
 import tempfile
 import time
@@ -257,6 +259,7 @@ def main(argv: list[str] | None = None) -> dict:
     from landmark_rag.encode.runtime.describe import flash_tokenizer
 
     tmp = Path(tempfile.mkdtemp(prefix="gpu-throughput-"))
+    atexit.register(shutil.rmtree, tmp, True)  # a model and stores: about 90 MB a run
     full = LandmarkEncoder.from_pretrained(build_model_dir(args.arch, tmp / "full"), device=device)
     # a private copy of the Rust tokenizer: a freshly loaded one may still truncate (to 128 or 512)
     import copy

@@ -19,6 +19,8 @@ Run:  nice -n 10 python benchmarks/hybrid_latency.py [--copies 200] [--questions
 from __future__ import annotations
 
 import argparse
+import atexit
+import shutil
 import statistics
 import tempfile
 import time
@@ -53,7 +55,10 @@ def main() -> None:
 
     arts = select(read_squad(args.data), "13:16")
     encoder = LandmarkEncoder.from_pretrained(args.model)
-    db = args.db or tempfile.mkdtemp(prefix="hybrid-latency-")
+    db = args.db
+    if db is None:
+        db = tempfile.mkdtemp(prefix="hybrid-latency-")
+        atexit.register(shutil.rmtree, db, True)
     store = ChromaSentenceStore.open(db, "bench", identity=encoder.config.identity())
     rng = np.random.default_rng(0)
     t0 = time.perf_counter()

@@ -23,8 +23,10 @@ The model is all-MiniLM-L6-v2's configuration and tokenizer from ``benchmarks/as
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -76,7 +78,9 @@ def calling(args: argparse.Namespace) -> dict:
 
     from landmark_rag.encode.encoder import LandmarkEncoder
 
-    enc = LandmarkEncoder.from_pretrained(build_model_dir("minilm", Path(tempfile.mkdtemp()) / "m", tiny=True), device="cpu")
+    scratch = tempfile.mkdtemp(prefix="prepare-workers-")
+    atexit.register(shutil.rmtree, scratch, True)
+    enc = LandmarkEncoder.from_pretrained(build_model_dir("minilm", Path(scratch) / "m", tiny=True), device="cpu")
     dim = enc.dim
     # the device's work replaced by zeros of the pooled shape: what is left is the calling process's
     enc._forward_pool_device = lambda batch, *a, **k: torch.zeros((batch.gather.shape[1], dim))  # type: ignore[method-assign]

@@ -31,8 +31,10 @@ Run:  nice -n 10 python benchmarks/ray_scaling.py                 (6 articles, 1
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -172,6 +174,7 @@ def main() -> None:
     import ray
 
     tmp = Path(tempfile.mkdtemp(prefix="ray-scaling-"))
+    atexit.register(shutil.rmtree, tmp, True)
     docs = tmp / "docs"
     docs.mkdir()
     write_articles(args.data, args.articles, docs)

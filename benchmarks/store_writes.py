@@ -31,8 +31,10 @@ Data: data/squad-v1.1-dev-part-a.json (CC BY-SA 4.0).
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import platform
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -216,6 +218,7 @@ def main() -> None:
     paras = documents(args.articles, paragraphs=True)
     n = sum(len(d.sentences) for d in docs)
     root = Path(tempfile.mkdtemp(prefix="store-writes-"))
+    atexit.register(shutil.rmtree, root, True)
     runs: dict[str, Callable[[], None]] = {
         "store.add_document (manifest protocol + upserts)": store_run(docs, root),
         "raw upsert: vectors, metadata, text": raw_run(docs, root, text=True, metadata=True),

@@ -9,6 +9,8 @@ kernel time (device busy share) and the kernels and host operators that take the
 from __future__ import annotations
 
 import argparse
+import atexit
+import shutil
 import sys
 import tempfile
 import time
@@ -34,7 +36,9 @@ def main() -> None:
     device = torch.device(args.device)
     cuda = device.type == "cuda"
     texts = load_texts(REPO / "data" / "squad-v1.1-dev-part-a.json", args.articles, args.copies)
-    enc = LandmarkEncoder.from_pretrained(build_model_dir("minilm", Path(tempfile.mkdtemp()) / "m"), device=device)
+    scratch = tempfile.mkdtemp(prefix="trace-default-")
+    atexit.register(shutil.rmtree, scratch, True)
+    enc = LandmarkEncoder.from_pretrained(build_model_dir("minilm", Path(scratch) / "m"), device=device)
     enc.encode_documents(texts)  # warm-up: workers, kernels, allocator
     fresh = [f"{t} Again." for t in texts]
     if cuda:
