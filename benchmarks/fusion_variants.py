@@ -184,8 +184,8 @@ def main() -> None:
         cands.append(cand)
         gold = torch.tensor([int(c) in corpus.gold[q] for c in cand])
         data.append((torch.tensor(f, dtype=torch.float32), gold))
-    start = torch.tensor([shipped.weight, 1 - shipped.weight, shipped.lexical_context * (1 - shipped.weight),
-                          0, 0, 0, 0, 0], dtype=torch.float32)
+    # the shipped fusion itself (the lexical feature already holds the predecessor's share)
+    start = torch.tensor([shipped.weight, 1 - shipped.weight, 0, 0, 0, 0, 0, 0], dtype=torch.float32)
 
     def r1(w: torch.Tensor, which: list[int]) -> float:
         return float(np.mean([bool(data[q][1][int(torch.argmax(data[q][0] @ w))]) for q in which]))

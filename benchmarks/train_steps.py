@@ -24,7 +24,7 @@ changes it only at float rounding):
   (``train.forward.TokenCache`` keeps nothing), as training did before it cached ids (a new unit's
   standalone ids are then tokenised twice in a step: once for the step, once for its target);
 - ``no-prefetch``: each step's batch laid out on the step's own thread, after the previous
-  step (``train.prefetch.prefetch_steps`` replaced by the same steps made inline);
+  step (the config's ``prefetch`` 0);
 - ``before``: both of the last two, the trainer's host side as it was before either;
 - ``bf16``: memory kept, ``mixed_precision`` bf16 (CPU autocast; the losses differ by rounding).
 
@@ -72,14 +72,9 @@ if policy in ("no-cache", "before"):
             return self.layout.query_jobs(list(texts))
     forward.TokenCache._lookup = fresh_ids
     forward.TokenCache.query_jobs = fresh_queries
-if policy in ("no-prefetch", "before"):
-    import contextlib
-    from landmark_rag.train import prefetch
-    @contextlib.contextmanager
-    def inline(batches, steps, rng, prepare, depth=2):
-        yield prefetch.prepared_steps(batches, steps, rng, prepare)
-    trainer_module.prefetch_steps = inline
 cfg = TrainConfig.load(config_path).to_dict()
+if policy in ("no-prefetch", "before"):
+    cfg["prefetch"] = 0
 # no validation: only the training steps are timed (a source only validated on goes)
 cfg["data"] = [d if not isinstance(d, dict) else {**d, "val": ""} for d in cfg["data"]
                if not isinstance(d, dict) or d.get("train") != ""]

@@ -125,12 +125,13 @@ def test_seeded_run_losses_equal_the_reference(tiny_dir, sample_set, tmp_path):
     """The same losses, to the 5 decimals the history keeps, as the trainer before token caching,
     gathered pooling and prefetching computed for these configs."""
     want = json.loads((DATA / "train-reference-losses.json").read_text())["losses"]
-    for lora, new_lmk in [(True, False), (True, True), (False, False)]:
+    # the last case lays each step out on the training thread (prefetch 0): the same losses
+    for lora, new_lmk, prefetch in [(True, False, 2), (True, True, 2), (False, False, 2), (True, False, 0)]:
         pooling = "landmark" if new_lmk else "mean"
         cfg = TrainConfig(
-            base_model=str(tiny_dir), output_dir=str(tmp_path / f"o{lora}{new_lmk}"), pooling=pooling,
+            base_model=str(tiny_dir), output_dir=str(tmp_path / f"o{lora}{new_lmk}{prefetch}"), pooling=pooling,
             query_pooling="mean", new_lmk_token=new_lmk, data=[str(sample_set)], lora=lora, lora_r=4, lr=3e-3,
-            max_length=64, seed=2, warmup_ratio=0.3, device="cpu",
+            max_length=64, seed=2, warmup_ratio=0.3, device="cpu", prefetch=prefetch,
             stages=[StageConfig("longdoc", 4, examples_per_batch=2, queries_per_example=3),
                     StageConfig("longdoc", 3, examples_per_batch=2, queries_per_example=2, lr=1e-3)],
         )
@@ -233,6 +234,24 @@ def test_prefetched_steps_keep_order_draw_exactly_what_is_needed_and_record_the_
     again.setstate(got[2].rng_state)
     assert again.random() == expected[3][0]
     assert rng.getstate() == got[-1].rng_state  # nothing drawn beyond the last step
+
+
+def test_steps_without_prefetch_are_the_same_steps_made_on_the_training_thread():
+    rng, ref = random.Random(5), random.Random(5)
+    threads = set()
+
+    def prepare_(batch):
+        threads.add(threading.current_thread().name)
+        return batch[1]
+
+    with prefetch_steps(_stream(rng), 4, rng, prepare_, depth=0) as steps:
+        got = list(steps)
+    with prefetch_steps(_stream(ref), 4, ref, lambda b: b[1], depth=2) as steps:
+        threaded = list(steps)
+    assert threads == {threading.current_thread().name}
+    assert [(s.batch, s.inputs, s.rng_state) for s in got] == [(s.batch, s.inputs, s.rng_state) for s in threaded]
+    with pytest.raises(TrainingInputError, match="prefetch"):
+        TrainConfig(prefetch=-1)
 
 
 def test_prefetched_steps_raise_the_producers_exception_in_place():

@@ -146,6 +146,10 @@ class TrainConfig:
     eval_max_questions: int | None = None
     save_every: int = 0  # 0: no intermediate checkpoints
     threads: int | None = None
+    # steps laid out ahead on a background thread while the current one trains (host work a GPU
+    # would otherwise wait for); 0 lays each out on the training thread, after the step before
+    # it: the same batches and losses, no overlap (to tell a device problem from a thread one)
+    prefetch: int = 2
     # None: default_stages() of the data - one contrastive long-document stage when the
     # training documents have questions, one distillation-only stage when they have none
     stages: list[StageConfig] | None = None
@@ -181,7 +185,7 @@ class TrainConfig:
             raise TrainingInputError(f"warmup_ratio must lie in [0, 1), got {self.warmup_ratio}")
         _whole("gradient_accumulation_steps", self.gradient_accumulation_steps, 1)
         _whole("lora_r", self.lora_r, 1)
-        for name in ("span_context", "eval_every", "save_every"):
+        for name in ("span_context", "eval_every", "save_every", "prefetch"):
             _whole(name, getattr(self, name), 0)
         if self.model_dropout is not None and not 0.0 <= float(self.model_dropout) < 1.0:
             raise TrainingInputError(f"model_dropout must lie in [0, 1), got {self.model_dropout}")

@@ -45,6 +45,7 @@ def prepared_steps(
 def prefetch_steps(
     batches: Iterator[Batch], steps: int, rng: random.Random, prepare: Callable[[Batch], T], depth: int = 2
 ) -> Prefetch[PreparedStep[T]]:
-    """:func:`prepared_steps` run ``depth`` steps ahead on a background thread; use it as
+    """:func:`prepared_steps` run ``depth`` steps ahead on a background thread (``depth`` 0: on
+    the consumer's thread, one step at a time); use it as
     ``with prefetch_steps(...) as stream: next(stream)``."""
-    return Prefetch(prepared_steps(batches, steps, rng, prepare), depth=depth)
+    return Prefetch(prepared_steps(batches, steps, rng, prepare), depth=depth, thread=depth > 0)

@@ -318,7 +318,7 @@ class Trainer:
                 start = None
             with prefetch_steps(
                 self.builder(stage), done + stage.steps - self.step, self.rng,
-                functools.partial(self.prepare_batch, stage=stage),
+                functools.partial(self.prepare_batch, stage=stage), depth=cfg.prefetch,
             ) as steps:
                 self._run_stage(si, stage, schedule, steps, done + stage.steps, bar)
             done += stage.steps
@@ -481,7 +481,7 @@ class Trainer:
 #: options a resumed run may change without changing what it computes (or only its precision)
 _RESUME_FREE = frozenset({
     "output_dir", "threads", "save_every", "eval_every", "eval_max_questions", "device", "mixed_precision",
-    "gradient_checkpointing",
+    "gradient_checkpointing", "prefetch",
 })
 
 
