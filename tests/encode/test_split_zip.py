@@ -7,6 +7,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import requires_mpnet
 
 from landmark_rag.encode.models.split_zip import SplitZipMissing, assemble, cache_root, extract_parts, part_files
 
@@ -104,6 +105,7 @@ def test_uninstalled_packages_are_named_with_the_install_command() -> None:
         part_files(["no-such-part-001"])
 
 
+@requires_mpnet
 def test_mpnet_alias_resolves_offline_from_the_installed_parts() -> None:
     from landmark_rag.encode.models.registry import resolve
 

@@ -13,6 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import requires_mpnet
 from typer.testing import CliRunner
 
 from landmark_rag import LandmarkIndex
@@ -105,7 +106,8 @@ def test_a_new_store_gets_the_current_default_and_the_release_store_keeps_its_ow
 
 
 @pytest.mark.parametrize("name, release", [
-    (name, release) for name, releases in __import__(
+    pytest.param(name, release, marks=[requires_mpnet] if "mpnet" in name else [])
+    for name, releases in __import__(
         "landmark_rag.encode.models.registry", fromlist=["PREVIOUS_VERSIONS"]
     ).PREVIOUS_VERSIONS.items() for release in releases
 ])

@@ -12,9 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import requires_mpnet
 from shipped_models import trains_on_no_evaluation_article
 
 from landmark_rag.encode.models.registry import packaged_model
+
+pytestmark = requires_mpnet
 
 NAME = "landmark-mpnet"
 BASE = "all-mpnet-base-v2"
