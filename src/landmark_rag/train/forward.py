@@ -116,22 +116,23 @@ class PreparedJobs:
     spans: torch.Tensor | None = None
 
     def to(self, device: torch.device | str) -> PreparedJobs:
-        """The tensors on ``device`` (asynchronous from pinned memory)."""
+        """The tensors on ``device``.
+
+        Plain copies from ordinary host memory: a step's ids and indices are kilobytes, and the
+        step reads its loss back anyway. Page-locked buffers made on the prefetch thread and
+        freed on the training thread gained nothing measurable here and are the one construct of
+        this path that only CUDA has."""
         device = torch.device(device)
-        blocking = not (device.type == "cuda" and self.ids.is_pinned())
-        move = lambda t: t.to(device, non_blocking=not blocking)
+        move = lambda t: t.to(device)
         return PreparedJobs(
             move(self.ids), move(self.mask), move(self.rows), move(self.starts), move(self.ends), self.counts,
             move(self.spans) if self.spans is not None else None,
         )
 
 
-def prepare_jobs(
-    jobs: Sequence[Job], n_out: Sequence[int], pad_id: int, pin: bool = False, mean: bool = False
-) -> PreparedJobs:
+def prepare_jobs(jobs: Sequence[Job], n_out: Sequence[int], pad_id: int, mean: bool = False) -> PreparedJobs:
     """Pad ``jobs`` and build their gather index; ``n_out[g]`` vectors are expected of group
-    ``g`` (``job.doc``), each unit pooled exactly once. ``pin``: page-locked host memory, so
-    the copy to a GPU can overlap the step before it; ``mean``: also mean pooling's token index."""
+    ``g`` (``job.doc``), each unit pooled exactly once. ``mean``: also mean pooling's token index."""
     ids, mask = pad_batch(jobs, pad_id)
     offsets = np.concatenate([[0], np.cumsum(np.asarray(n_out, dtype=np.int64))])
     total = int(offsets[-1])
@@ -148,12 +149,7 @@ def prepare_jobs(
         raise RuntimeError(f"group {g}: pooled {int((rows[offsets[g]:offsets[g + 1]] >= 0).sum())} of {n_out[g]} vectors")
     index = (torch.from_numpy(rows), torch.from_numpy(starts), torch.from_numpy(ends))
     spans = torch.from_numpy(span_tokens(rows, starts, ends, ids.shape[1])) if mean else None
-    out = PreparedJobs(ids, mask, *index, [int(n) for n in n_out], spans)
-    if pin:
-        out = PreparedJobs(out.ids.pin_memory(), out.mask.pin_memory(), out.rows.pin_memory(),
-                           out.starts.pin_memory(), out.ends.pin_memory(), out.counts,
-                           spans.pin_memory() if spans is not None else None)
-    return out
+    return PreparedJobs(ids, mask, *index, [int(n) for n in n_out], spans)
 
 
 def pool_prepared(forward: Forward, prepared: PreparedJobs, mode: Pooling, device: torch.device) -> list[torch.Tensor]:

@@ -218,17 +218,17 @@ class Trainer:
             return torch.cat(document_vectors(t.layout, hf_forward(t.model, t.layout), batch, self.device))
 
     def prepare_batch(self, batch: Batch, stage: StageConfig) -> StepInputs:
-        """The host side of a step: ``batch`` laid out, padded and indexed for pooling (in
-        page-locked memory on a GPU), its queries too, and the standalone ids of the units
-        the distillation target has not embedded yet. Runs on the prefetch thread."""
-        layout, pin = self.layout, self.device.type == "cuda"
+        """The host side of a step: ``batch`` laid out, padded and indexed for pooling, its
+        queries too, and the standalone ids of the units the distillation target has not
+        embedded yet. Runs on the prefetch thread."""
+        layout = self.layout
         jobs, counts = document_jobs(layout, batch, self.tokens.units)
-        units = prepare_jobs(jobs, counts, layout.pad_id, pin, mean=layout.pooling.reduction == Pooling.MEAN)
+        units = prepare_jobs(jobs, counts, layout.pad_id, mean=layout.pooling.reduction == Pooling.MEAN)
         queries = None
         if stage.contrastive_weight:
             texts = [q for ex in batch for q in ex.queries]
             mean = layout.query_pooling.reduction == Pooling.MEAN
-            queries = prepare_jobs(self.tokens.query_jobs(texts), [len(texts)], layout.pad_id, pin, mean=mean)
+            queries = prepare_jobs(self.tokens.query_jobs(texts), [len(texts)], layout.pad_id, mean=mean)
         if stage.distill_weight and self.context_teacher is None:
             self.tokens.standalone([u for ex in batch for u in ex.units if u not in self._teacher_cache])
         lexical = None
