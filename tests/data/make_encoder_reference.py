@@ -50,7 +50,6 @@ def main(out: str) -> None:
     docs = documents()
     for name, model, overrides, lmk in CASES:
         enc = LandmarkEncoder.from_pretrained(model, device="cpu", dtype="float32", **overrides)
-        fingerprint = enc.config.weights_fingerprint  # of the weights as loaded, before [LMK] is added
         if lmk:
             enc.add_landmark_token("[LMK]")
         encoded = enc.encode_documents(docs, batch_size=4)
@@ -59,7 +58,6 @@ def main(out: str) -> None:
             [(i, s.start, s.end) for i, d in enumerate(encoded) for s in d.sentences], dtype=np.int64
         )
         arrays[f"{name}/queries"] = enc.encode_queries(QUERIES)
-        arrays[f"{name}/weights"] = np.array(fingerprint or "")
     np.savez_compressed(out, **arrays)
 
 

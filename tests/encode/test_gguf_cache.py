@@ -10,7 +10,12 @@ import pytest
 from conftest import requires_smollm2
 
 from landmark_rag.encode.models.fingerprint import file_digest
-from landmark_rag.encode.models.loading import _gguf_cache_path, _prune_location_keyed
+from landmark_rag.encode.models.loading import (
+    _gguf_cache_path,
+    _location_keyed_path,
+    _prune_location_keyed,
+    materialise_gguf,
+)
 from landmark_rag.encode.models.registry import ModelSource
 
 
@@ -63,11 +68,35 @@ def test_location_keyed_entries_of_the_same_name_are_pruned_and_nothing_else(tmp
     for d in (target, other_version):
         (d / "gguf.sha256").write_text("0" * 64 + "\n")
 
-    removed = _prune_location_keyed(target)
+    # just made: an earlier release's process may be loading from them, so they stay for now
+    assert _prune_location_keyed(target) == []
+    assert all(d.is_dir() for d in legacy)
+
+    removed = _prune_location_keyed(target, grace_s=0)
 
     assert sorted(removed) == sorted(legacy)
     assert not any(d.exists() for d in legacy)
     assert all(d.is_dir() for d in (target, other_version, other_model, not_an_entry, in_progress))
+
+
+def test_an_entry_an_earlier_release_made_of_this_file_is_renamed_not_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its bytes are what stores written with it fingerprinted; dequantising again (with another
+    # transformers) could write others. The file here is no real GGUF: dequantising would fail.
+    monkeypatch.setenv("LANDMARK_RAG_CACHE", str(tmp_path / "cache"))
+    source = _gguf(tmp_path / "venv" / "site-packages", b"GGUF" + b"\x05" * 4096)
+    old = _location_keyed_path(source)
+    old.mkdir(parents=True)
+    (old / "config.json").write_text('{"model_type": "llama"}')
+    (old / "model.safetensors").write_bytes(b"the weights stores were written with")
+
+    entry = materialise_gguf(source)
+
+    assert entry == _gguf_cache_path(source) != old and not old.exists()
+    assert (entry / "model.safetensors").read_bytes() == b"the weights stores were written with"
+    assert (entry / "gguf.sha256").read_text().strip() == file_digest(Path(source.path) / "Model.Q4_1.gguf")
+    assert materialise_gguf(source) == entry
 
 
 @requires_smollm2

@@ -104,6 +104,30 @@ def test_changed_or_missing_weights_are_not_trusted(default_encoder: LandmarkEnc
     assert export_path({**identity, "weights_fingerprint": None}, tmp_path) is None
 
 
+def test_an_export_follows_its_weights_to_a_new_place_and_a_damaged_one_is_made_again(
+    default_encoder: LandmarkEncoder, tmp_path: Path
+) -> None:
+    folder = export_query_model(default_encoder, tmp_path)
+    identity = default_encoder.config.identity()
+    model_bytes = (folder / "model.onnx").stat().st_mtime_ns
+    meta = json.loads((folder / "query.json").read_text())
+    # the same weights were found elsewhere once (another environment, a cache folder moved)
+    # and that place is gone now: cold queries cannot trust the export ...
+    (folder / "query.json").write_text(json.dumps({**meta, "weight_locations": [str(tmp_path / "old-venv")]}))
+    assert load_query_encoder(identity, tmp_path) is None
+    # ... until the next load of the model points it at where the weights are now
+    assert export_query_model(default_encoder, tmp_path) == folder
+    assert json.loads((folder / "query.json").read_text()) == meta
+    assert (folder / "model.onnx").stat().st_mtime_ns == model_bytes  # the graph was not exported again
+    assert load_query_encoder(identity, tmp_path) is not None
+    # an unreadable record: the export is made again, in the same place
+    (folder / "query.json").write_text("{not json")
+    assert export_query_model(default_encoder, tmp_path) == folder
+    assert json.loads((folder / "query.json").read_text())["weight_locations"] == meta["weight_locations"]
+    assert load_query_encoder(identity, tmp_path) is not None
+    assert sorted(p.name for p in folder.parent.iterdir()) == [folder.name]  # nothing left aside
+
+
 def test_what_is_not_exported(tmp_path: Path) -> None:
     lmk = LandmarkEncoder.from_pretrained("landmark-minilm-lmk", device="cpu")  # isolated landmarks
     assert not exportable(lmk) and export_query_model(lmk, tmp_path) is None

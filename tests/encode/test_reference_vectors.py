@@ -3,8 +3,8 @@
 ``tests/data/encoder_reference.npz`` holds sentence spans, sentence vectors and query
 vectors of fixed inputs computed by the encoder before its host pipeline was rewritten
 (one tokenisation per sentence, a producer thread, pooling on the device); the same inputs
-encoded now must give the same sentences and vectors within 1e-5. Real models only, and the
-same weights: each case records the fingerprint of the weights it was computed from.
+encoded now must give the same sentences and vectors within 1e-5. Real models only, with their
+published fp32 weights.
 """
 
 from __future__ import annotations
@@ -26,6 +26,20 @@ from make_encoder_reference import CASES, QUERIES, documents
 sys.path.remove(str(DATA))
 
 
+def _reduced_precision_weights(encoder: LandmarkEncoder) -> str | None:
+    """The dtype of the first fp16/bf16 tensor in the encoder's weight files, else ``None``."""
+    from safetensors import safe_open
+
+    for location in encoder.weight_locations:
+        for f in sorted(Path(location).glob("*.safetensors")) if location and Path(location).is_dir() else ():
+            with safe_open(str(f), framework="pt") as st:
+                for name in st.keys():  # noqa: SIM118 - safe_open has keys() but is not iterable
+                    dtype = st.get_slice(name).get_dtype()
+                    if dtype in ("F16", "BF16"):
+                        return dtype
+    return None
+
+
 @pytest.fixture(scope="module")
 def reference() -> dict[str, np.ndarray]:
     with np.load(DATA / "encoder_reference.npz") as f:
@@ -40,14 +54,12 @@ def test_vectors_equal_the_reference(case, reference) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         enc = LandmarkEncoder.from_pretrained(model, device="cpu", dtype="float32", **overrides)
-    # The reference holds for the weights it was computed from. Another copy of the model (a
-    # re-exported package, the fp16 stand-in a GPU machine gets when fp32 weights cannot
-    # travel) moves every vector by more than 1e-5 whatever the code does: that is not a
-    # finding about the encoder, so the comparison is skipped and says why.
-    want = str(reference[f"{name}/weights"])
-    if enc.config.weights_fingerprint != want:
-        pytest.skip(f"{model} here has weights {enc.config.weights_fingerprint}; the reference was "
-                    f"computed from {want} (the published fp32 weights)")
+    # The reference holds for the published fp32 weights. The stand-in a GPU machine gets (the
+    # same model stored as fp16, because fp32 weights do not fit its carry) moves every vector
+    # by 2-3e-4 whatever the code does: not a finding about the encoder, so it is skipped.
+    reduced = _reduced_precision_weights(enc)
+    if reduced:
+        pytest.skip(f"{model} here stores its weights as {reduced}; the reference needs the published fp32 ones")
     if lmk:
         enc.add_landmark_token("[LMK]")
     encoded = enc.encode_documents(documents(), batch_size=4)

@@ -98,6 +98,13 @@ def test_the_old_folder_keeps_what_else_it_holds(tmp_path: Path, monkeypatch: py
     (tmp_path / "landmark-rag" / "n").mkdir()
     with pytest.raises(SplitZipMissing):
         assemble(["no-such-part-001"], "n")
+    # a cache the user placed with $LANDMARK_RAG_CACHE takes nothing from the default folder
+    (tmp_path / "landmark-rag" / "o").mkdir()
+    (tmp_path / "landmark-rag" / "o" / "config.json").write_text("{}")
+    monkeypatch.setenv("LANDMARK_RAG_CACHE", str(tmp_path / "mine"))
+    with pytest.raises(SplitZipMissing):
+        assemble(["no-such-part-001"], "o")
+    assert (tmp_path / "landmark-rag" / "o" / "config.json").is_file()
 
 
 def test_uninstalled_packages_are_named_with_the_install_command() -> None:

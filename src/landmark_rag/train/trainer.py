@@ -220,7 +220,7 @@ class Trainer:
     def prepare_batch(self, batch: Batch, stage: StageConfig) -> StepInputs:
         """The host side of a step: ``batch`` laid out, padded and indexed for pooling, its
         queries too, and the standalone ids of the units the distillation target has not
-        embedded yet. Runs on the prefetch thread."""
+        embedded yet. Runs on the prefetch thread (on the training thread with ``prefetch`` 0)."""
         layout = self.layout
         jobs, counts = document_jobs(layout, batch, self.tokens.units)
         units = prepare_jobs(jobs, counts, layout.pad_id, mean=layout.pooling.reduction == Pooling.MEAN)

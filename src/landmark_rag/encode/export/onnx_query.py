@@ -98,7 +98,7 @@ def export_query_model(encoder: Any, root: Path | None = None) -> Path | None:
     target = export_path(encoder.config.identity(), root)
     if target is None:
         return None
-    if all((target / f).is_file() for f in _FILES):
+    if all((target / f).is_file() for f in _FILES) and _points_at(target, encoder):
         return target
     try:
         import onnx  # noqa: F401 - the exporter needs it; without it, say so once and stay on torch
@@ -142,6 +142,35 @@ def export_query_model(encoder: Any, root: Path | None = None) -> Path | None:
                        type(exc).__name__, exc)
         shutil.rmtree(tmp, ignore_errors=True)
         return None
+
+
+def _points_at(folder: Path, encoder: Any) -> bool:
+    """Whether the export in ``folder`` records ``encoder``'s weight files, made so if it can be.
+
+    The export is keyed by the weights' content, but a cold query checks them where the export
+    recorded them. When the same weights are now found elsewhere (a new virtual environment, a
+    moved cache folder), the old locations are gone and every cold query would load torch
+    again, for good; so the record is pointed at the new ones (one small file, replaced
+    atomically). ``False`` when the record is unreadable: the export is then made again."""
+    current = [os.fspath(p) for p in encoder.weight_locations if p]
+    record = folder / "query.json"
+    try:
+        meta = json.loads(record.read_text())
+        recorded = meta["weight_locations"]
+    except (OSError, ValueError, KeyError, TypeError):
+        stale = folder.with_name(f".stale-{folder.name}-{os.getpid()}")
+        try:
+            folder.rename(stale)  # out of the way of the new export, atomically
+        except OSError:
+            return False
+        shutil.rmtree(stale, ignore_errors=True)
+        return False
+    if recorded == current:
+        return True
+    tmp = record.with_name(f".query.json.{os.getpid()}")
+    tmp.write_text(json.dumps({**meta, "weight_locations": current}, indent=1, sort_keys=True))
+    os.replace(tmp, record)
+    return True
 
 
 def _HiddenStates(model: Any) -> Any:

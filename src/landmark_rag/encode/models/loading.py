@@ -14,6 +14,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -180,6 +181,9 @@ def cache_dir() -> Path:
 
 #: Written into every cache entry: the SHA-256 of the GGUF file it was dequantised from.
 _GGUF_SOURCE = "gguf.sha256"
+#: An entry written under the old location key is removed only once it is this old: a process
+#: of an earlier release may have just made it, or be loading from it.
+_LEGACY_GRACE_S = 24 * 3600
 
 
 def _gguf_cache_path(source: ModelSource) -> Path:
@@ -190,23 +194,55 @@ def _gguf_cache_path(source: ModelSource) -> Path:
     return cache_dir() / "gguf" / f"{f.stem}-{key}"
 
 
-def _prune_location_keyed(target: Path) -> list[Path]:
-    """Remove entries for the same GGUF name written under the old location key.
+def _location_keyed_path(source: ModelSource) -> Path:
+    """Where releases before the content key cached this very file (its path and modification time)."""
+    f = Path(source.path) / str(source.gguf_file)
+    st = f.stat()
+    key = hashlib.sha256(f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    return cache_dir() / "gguf" / f"{f.stem}-{key}"
 
-    Those carry no ``gguf.sha256``; each duplicates an entry that is now found by content
-    (or is rebuilt on its next load), so keeping them only holds disk. Entries of other
-    GGUF contents (another installed version) carry the marker and stay.
+
+def _adopt_location_keyed(source: ModelSource, target: Path) -> bool:
+    """Give an entry an earlier release made from this very file the content key (a rename).
+
+    Its bytes stay the ones stores written with it fingerprinted (dequantising again with
+    another transformers could save different ones), and the 30 s of dequantising are saved."""
+    old = _location_keyed_path(source)
+    if old == target or not (old / "config.json").is_file():
+        return False
+    (old / _GGUF_SOURCE).write_text(file_digest(Path(source.path) / str(source.gguf_file)) + "\n")
+    try:
+        os.rename(old, target)
+    except OSError:  # a concurrent load made or adopted the target first
+        return (target / "config.json").is_file()
+    return True
+
+
+def _prune_location_keyed(target: Path, grace_s: float = _LEGACY_GRACE_S) -> list[Path]:
+    """Remove entries of the same GGUF file name written under the old location key.
+
+    Those carry no ``gguf.sha256``: each is a copy made for one environment's path, of this
+    content or of another file with the same name, and a later load finds or rebuilds what it
+    needs by content. Entries that carry the marker (another installed GGUF content) stay, and
+    so do unmarked ones younger than ``grace_s`` (an earlier release may be using them).
     """
     stem = target.name.rsplit("-", 1)[0]
     removed = []
+    now = time.time()
     for entry in target.parent.iterdir():
         key = entry.name[len(stem) + 1 :]
         if not entry.name.startswith(f"{stem}-") or len(key) != 16 or not set(key) <= set("0123456789abcdef"):
             continue  # another model's entry, or not a cache entry at all
         if entry == target or not entry.is_dir() or (entry / _GGUF_SOURCE).is_file():
             continue
+        try:
+            if now - (entry / "config.json").stat().st_mtime < grace_s:
+                continue
+        except OSError:
+            pass  # no config.json: an entry an interrupted release left incomplete
         shutil.rmtree(entry, ignore_errors=True)
-        removed.append(entry)
+        if not entry.exists():
+            removed.append(entry)
     return removed
 
 
@@ -224,25 +260,28 @@ def materialise_gguf(source: ModelSource) -> Path:
     target = _gguf_cache_path(source)
     if (target / "config.json").is_file():
         return target
-    logger.info("dequantising %s once into %s", source.gguf_file, target)
-    tokenizer = AutoTokenizer.from_pretrained(source.path, gguf_file=source.gguf_file)
-    model = AutoModel.from_pretrained(
-        source.path, gguf_file=source.gguf_file, dtype=torch.float32, **_dequantise_kwargs()
-    )
-    _drop_gguf_quantizer(model)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tmp-"))
-    try:
-        model.save_pretrained(tmp, safe_serialization=True)
-        tokenizer.save_pretrained(tmp)
-        (tmp / _GGUF_SOURCE).write_text(file_digest(Path(source.path) / str(source.gguf_file)) + "\n")
-        os.replace(tmp, target)  # atomic: a concurrent or interrupted load never sees half a cache
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if not (target / "config.json").is_file():  # else a concurrent load finished first
-            raise
+    if _adopt_location_keyed(source, target):
+        logger.info("cache entry of %s moved to %s (keyed by the file's content)", source.gguf_file, target)
+    else:
+        logger.info("dequantising %s once into %s", source.gguf_file, target)
+        tokenizer = AutoTokenizer.from_pretrained(source.path, gguf_file=source.gguf_file)
+        model = AutoModel.from_pretrained(
+            source.path, gguf_file=source.gguf_file, dtype=torch.float32, **_dequantise_kwargs()
+        )
+        _drop_gguf_quantizer(model)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tmp-"))
+        try:
+            model.save_pretrained(tmp, safe_serialization=True)
+            tokenizer.save_pretrained(tmp)
+            (tmp / _GGUF_SOURCE).write_text(file_digest(Path(source.path) / str(source.gguf_file)) + "\n")
+            os.replace(tmp, target)  # atomic: a concurrent or interrupted load never sees half a cache
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not (target / "config.json").is_file():  # else a concurrent load finished first
+                raise
     for entry in _prune_location_keyed(target):
-        logger.info("removed %s: an older cache entry of the same GGUF name", entry)
+        logger.info("removed %s: an older cache entry of the same GGUF file name", entry)
     return target
 
 
