@@ -119,9 +119,9 @@ class PreparedJobs:
         """The tensors on ``device``.
 
         Plain copies from ordinary host memory: a step's ids and indices are kilobytes, and the
-        step reads its loss back anyway. Page-locked buffers made on the prefetch thread and
-        freed on the training thread gained nothing measurable here and are the one construct of
-        this path that only CUDA has."""
+        step reads its loss back anyway, so an asynchronous copy has little to overlap; and
+        page-locked buffers made on the prefetch thread and freed on the training thread would be
+        the one construct of this path that only CUDA has."""
         device = torch.device(device)
         move = lambda t: t.to(device)
         return PreparedJobs(

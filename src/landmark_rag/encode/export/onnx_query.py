@@ -168,8 +168,12 @@ def _points_at(folder: Path, encoder: Any) -> bool:
     if recorded == current:
         return True
     tmp = record.with_name(f".query.json.{os.getpid()}")
-    tmp.write_text(json.dumps({**meta, "weight_locations": current}, indent=1, sort_keys=True))
-    os.replace(tmp, record)
+    try:
+        tmp.write_text(json.dumps({**meta, "weight_locations": current}, indent=1, sort_keys=True))
+        os.replace(tmp, record)
+    except OSError as exc:  # a read-only cache: cold queries keep loading torch, nothing fails
+        logger.info("could not update the ONNX query export in %s (%s)", folder, exc)
+        tmp.unlink(missing_ok=True)
     return True
 
 
