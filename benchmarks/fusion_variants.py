@@ -39,7 +39,7 @@ from landmark_rag.evaluation.corpus import Corpus, build_corpus
 from landmark_rag.evaluation.systems import Workspace
 from landmark_rag.evaluation.systems.hybrid import HybridSystem
 from landmark_rag.evaluation.systems.landmark import LandmarkSystem
-from landmark_rag.retrieve.fusion import FusionConfig, fuse_arrays, top_units
+from landmark_rag.retrieve.fusion import FusionConfig, _minmax, fuse_arrays, top_units
 
 REPO = Path(__file__).resolve().parent.parent
 VALIDATION = range(13, 16)
@@ -70,8 +70,7 @@ def neighbours(corpus: Corpus) -> tuple[Callable[[np.ndarray], np.ndarray], Call
 def normalise(scores: np.ndarray, kind: str) -> np.ndarray:
     s = np.asarray(scores, dtype=np.float64)
     if kind == "min-max":
-        lo, hi = s.min(), s.max()
-        return np.ones_like(s) if hi - lo < 1e-12 else (s - lo) / (hi - lo)
+        return _minmax(s)  # the shipped fusion's own
     if kind == "z-score":
         sd = s.std()
         return np.zeros_like(s) if sd < 1e-12 else (s - s.mean()) / sd

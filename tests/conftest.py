@@ -149,14 +149,12 @@ requires_smollm2 = pytest.mark.skipif(not _has_smollm2(), reason="the llm-smollm
 
 
 def _has_mpnet() -> bool:
-    import importlib.metadata
-
     from landmark_rag.encode.models.registry import MPNET_PARTS
+    from landmark_rag.encode.models.split_zip import SplitZipMissing, part_files
 
     try:
-        for part in MPNET_PARTS:
-            importlib.metadata.distribution(part)
-    except importlib.metadata.PackageNotFoundError:
+        part_files(MPNET_PARTS)  # what loading them asks: every part installed with its zip piece
+    except SplitZipMissing:
         return False
     return True
 

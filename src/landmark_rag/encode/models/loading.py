@@ -186,17 +186,26 @@ _GGUF_SOURCE = "gguf.sha256"
 _LEGACY_GRACE_S = 24 * 3600
 
 
+def _gguf_file(source: ModelSource) -> Path:
+    return Path(source.path) / str(source.gguf_file)
+
+
+def _mark_source(entry: Path, source: ModelSource) -> None:
+    """Record in a cache entry the digest of the GGUF file it holds (what makes it content-keyed)."""
+    (entry / _GGUF_SOURCE).write_text(file_digest(_gguf_file(source)) + "\n")
+
+
 def _gguf_cache_path(source: ModelSource) -> Path:
     # Keyed by the file's name and bytes, not its location: every virtual environment installs
     # the packaged GGUF at another path, and a location key gave each one its own 0.5 GB copy.
-    f = Path(source.path) / str(source.gguf_file)
+    f = _gguf_file(source)
     key = hashlib.sha256(f"{f.name}|{file_digest(f)}".encode()).hexdigest()[:16]
     return cache_dir() / "gguf" / f"{f.stem}-{key}"
 
 
 def _location_keyed_path(source: ModelSource) -> Path:
     """Where releases before the content key cached this very file (its path and modification time)."""
-    f = Path(source.path) / str(source.gguf_file)
+    f = _gguf_file(source)
     st = f.stat()
     key = hashlib.sha256(f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
     return cache_dir() / "gguf" / f"{f.stem}-{key}"
@@ -210,7 +219,7 @@ def _adopt_location_keyed(source: ModelSource, target: Path) -> bool:
     old = _location_keyed_path(source)
     if old == target or not (old / "config.json").is_file():
         return False
-    (old / _GGUF_SOURCE).write_text(file_digest(Path(source.path) / str(source.gguf_file)) + "\n")
+    _mark_source(old, source)
     try:
         os.rename(old, target)
     except OSError:  # a concurrent load made or adopted the target first
@@ -274,7 +283,7 @@ def materialise_gguf(source: ModelSource) -> Path:
         try:
             model.save_pretrained(tmp, safe_serialization=True)
             tokenizer.save_pretrained(tmp)
-            (tmp / _GGUF_SOURCE).write_text(file_digest(Path(source.path) / str(source.gguf_file)) + "\n")
+            _mark_source(tmp, source)
             os.replace(tmp, target)  # atomic: a concurrent or interrupted load never sees half a cache
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
