@@ -8,6 +8,8 @@ benchmarks/cli_startup.py, not here.
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 from pathlib import Path
 
@@ -52,8 +54,13 @@ def default_encoder() -> LandmarkEncoder:
 
 
 def test_default_model_gives_the_torch_vectors(default_encoder: LandmarkEncoder, tmp_path: Path) -> None:
-    folder = export_query_model(default_encoder, tmp_path)
+    old = os.umask(0o022)
+    try:
+        folder = export_query_model(default_encoder, tmp_path)
+    finally:
+        os.umask(old)
     assert folder is not None and folder == export_path(default_encoder.config.identity(), tmp_path)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o755  # a cache shared by a machine's users
     assert export_query_model(default_encoder, tmp_path) == folder  # a second call reuses it
     fast = load_query_encoder(default_encoder.config.identity(), tmp_path)
     assert isinstance(fast, OnnxQueryEncoder)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import os
+import time
 import zipfile
 from pathlib import Path
 
@@ -105,6 +107,28 @@ def test_the_old_folder_keeps_what_else_it_holds(tmp_path: Path, monkeypatch: py
     with pytest.raises(SplitZipMissing):
         assemble(["no-such-part-001"], "o")
     assert (tmp_path / "landmark-rag" / "o" / "config.json").is_file()
+
+
+def test_a_copy_left_in_the_old_folder_by_a_concurrent_first_use_is_removed_once_old(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One process extracted into the cache while another still saw the old copy: the move
+    # lost, and the old copy would stay for good.
+    monkeypatch.delenv("LANDMARK_RAG_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    target = tmp_path / "landmark_rag" / "m"
+    target.mkdir(parents=True)
+    (target / "config.json").write_text("{}")
+    old = tmp_path / "landmark-rag" / "m"
+    old.mkdir(parents=True)
+    (old / "config.json").write_text("{}")
+    assert assemble(["no-such-part-001"], "m") == target
+    assert (old / "config.json").is_file()  # fresh: an earlier release may be loading from it
+    day_ago = time.time() - 2 * 24 * 3600
+    os.utime(old / "config.json", (day_ago, day_ago))
+    assert assemble(["no-such-part-001"], "m") == target
+    assert not (tmp_path / "landmark-rag").exists()
+    assert (target / "config.json").is_file()
 
 
 def test_uninstalled_packages_are_named_with_the_install_command() -> None:

@@ -7,6 +7,8 @@ half or the plumbing is under test (the real model: tests/index/test_hybrid_inde
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import numpy as np
 import pytest
@@ -241,8 +243,14 @@ def test_replacement_behind_the_protocol_is_caught_at_query_time(store):
 
 def test_cache_persists_beside_the_store_and_rebuilds_when_broken(tmp_path, store):
     store.add_document(encode(DOC_A, "a"))
-    StoreLexicalIndex(store).query("cats", 1)
+    old = os.umask(0o022)
+    try:
+        StoreLexicalIndex(store).query("cats", 1)
+    finally:
+        os.umask(old)
     cache = tmp_path / "db" / LEXICAL_DIR / "unit"
+    # readable by the store's other users, like the Chroma files beside it (not mkdtemp's 0700)
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o755
     state = json.loads((cache / "state.json").read_text())
     assert [d[0] for d in state["docs"]] == ["a"]
     # another process writes through the store protocol; a fresh reader sees it

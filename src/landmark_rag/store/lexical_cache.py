@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from landmark_rag.staging import staging_dir
 from landmark_rag.store.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
 
 LEXICAL_DIR = "landmark_lexical"
@@ -121,7 +121,7 @@ class LexicalCache:
         parent = self.folder.parent
         try:
             parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{self.folder.name}.", dir=parent))
+            tmp = staging_dir(parent, prefix=f".{self.folder.name}.")
         except OSError:
             return  # a read-only store: the index lives in memory for this process
         try:

@@ -31,7 +31,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,6 +42,7 @@ from landmark_rag.encode.config import LandmarkConfig, Pooling
 from landmark_rag.encode.layout import Layout
 from landmark_rag.encode.models.fingerprint import weights_fingerprint
 from landmark_rag.encode.models.loading import cache_dir
+from landmark_rag.staging import staging_dir
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ def export_query_model(encoder: Any, root: Path | None = None) -> Path | None:
         logger.info("onnx is not installed: queries keep loading torch (pip install 'landmark-rag[onnx]')")
         return None
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
+    tmp = staging_dir(target.parent)
     try:
         model = _HiddenStates(encoder.model).eval()
         layout = encoder.layout

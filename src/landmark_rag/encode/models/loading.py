@@ -13,7 +13,6 @@ import hashlib
 import logging
 import os
 import shutil
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass, replace
@@ -38,6 +37,7 @@ from landmark_rag.encode.models.registry import (
     resolve,
 )
 from landmark_rag.encode.runtime.precision import default_document_autocast
+from landmark_rag.staging import staging_dir
 
 logger = logging.getLogger(__name__)
 
@@ -279,7 +279,7 @@ def materialise_gguf(source: ModelSource) -> Path:
         )
         _drop_gguf_quantizer(model)
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tmp-"))
+        tmp = staging_dir(target.parent)
         try:
             model.save_pretrained(tmp, safe_serialization=True)
             tokenizer.save_pretrained(tmp)

@@ -18,6 +18,7 @@ import importlib.metadata
 import os
 import shutil
 import tempfile
+import time
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -57,11 +58,40 @@ def _adopt_legacy(model_dir: str, target: Path, marker: str) -> Path | None:
     except OSError:
         if not (target / marker).is_file():  # another filesystem, or a concurrent move lost
             return legacy
+        _drop_legacy_copy(model_dir, marker)  # another process filled target first
     try:
         legacy_root.rmdir()  # only if nothing else is left in it
     except OSError:
         pass
     return target
+
+
+#: A leftover copy in the old folder is removed only once it is this old: a process of an
+#: earlier release may have just assembled it there, or be loading from it.
+_LEGACY_GRACE_S = 24 * 3600
+
+
+def _drop_legacy_copy(model_dir: str, marker: str, grace_s: float = _LEGACY_GRACE_S) -> None:
+    """Remove the old folder's copy of a model the cache already holds complete.
+
+    Two processes can both find the cache empty: one moves the old copy in, the other
+    extracts the parts; whichever renames second leaves a copy of several hundred MB in the
+    old folder that nothing would otherwise ever read or remove.
+    """
+    legacy_root = _legacy_root()
+    if legacy_root is None:
+        return
+    legacy = legacy_root / model_dir
+    try:
+        if time.time() - (legacy / marker).stat().st_mtime < grace_s:
+            return
+    except OSError:
+        return  # no complete copy there
+    shutil.rmtree(legacy, ignore_errors=True)
+    try:
+        legacy_root.rmdir()
+    except OSError:
+        pass
 
 
 def part_files(distributions: Sequence[str], suffix_glob: str = ".zip.") -> list[Path]:
@@ -97,6 +127,7 @@ def assemble(distributions: Sequence[str], model_dir: str, marker: str = "config
     """
     target = cache_root() / model_dir
     if (target / marker).is_file():
+        _drop_legacy_copy(model_dir, marker)
         return target
     adopted = _adopt_legacy(model_dir, target, marker)
     if adopted is not None:
