@@ -71,15 +71,25 @@ def test_models_share_the_one_cache_folder(tmp_path: Path, monkeypatch: pytest.M
     assert cache_root() == cache_dir() == tmp_path / "elsewhere"
 
 
+def _default_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache in its default place under ``tmp_path``, where the old folder is looked for."""
+    monkeypatch.delenv("LANDMARK_RAG_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+
+
+def _model_folder(folder: Path, files: dict[str, bytes] | None = None) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    for name, data in (files or {}).items():
+        (folder / name).write_bytes(data)
+    return folder
+
+
 def test_a_model_assembled_into_the_old_folder_is_moved_not_extracted_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("LANDMARK_RAG_CACHE", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    old = tmp_path / "landmark-rag" / "m"
-    old.mkdir(parents=True)
-    (old / "config.json").write_text("{}")
-    (old / "model.safetensors").write_bytes(b"w" * 100)
+    _default_cache(tmp_path, monkeypatch)
+    _model_folder(tmp_path / "landmark-rag" / "m", {"model.safetensors": b"w" * 100})
     # the part packages are not installed: only a move can produce the model
     target = assemble(["no-such-part-001"], "m")
     assert target == tmp_path / "landmark_rag" / "m"
@@ -89,10 +99,8 @@ def test_a_model_assembled_into_the_old_folder_is_moved_not_extracted_again(
 
 
 def test_the_old_folder_keeps_what_else_it_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("LANDMARK_RAG_CACHE", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    (tmp_path / "landmark-rag" / "m").mkdir(parents=True)
-    (tmp_path / "landmark-rag" / "m" / "config.json").write_text("{}")
+    _default_cache(tmp_path, monkeypatch)
+    _model_folder(tmp_path / "landmark-rag" / "m")
     (tmp_path / "landmark-rag" / "notes.txt").write_text("mine")
     assemble(["no-such-part-001"], "m")
     assert (tmp_path / "landmark-rag" / "notes.txt").read_text() == "mine"
@@ -101,8 +109,7 @@ def test_the_old_folder_keeps_what_else_it_holds(tmp_path: Path, monkeypatch: py
     with pytest.raises(SplitZipMissing):
         assemble(["no-such-part-001"], "n")
     # a cache the user placed with $LANDMARK_RAG_CACHE takes nothing from the default folder
-    (tmp_path / "landmark-rag" / "o").mkdir()
-    (tmp_path / "landmark-rag" / "o" / "config.json").write_text("{}")
+    _model_folder(tmp_path / "landmark-rag" / "o")
     monkeypatch.setenv("LANDMARK_RAG_CACHE", str(tmp_path / "mine"))
     with pytest.raises(SplitZipMissing):
         assemble(["no-such-part-001"], "o")
@@ -114,14 +121,9 @@ def test_a_copy_left_in_the_old_folder_by_a_concurrent_first_use_is_removed_once
 ) -> None:
     # One process extracted into the cache while another still saw the old copy: the move
     # lost, and the old copy would stay for good.
-    monkeypatch.delenv("LANDMARK_RAG_CACHE", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    target = tmp_path / "landmark_rag" / "m"
-    target.mkdir(parents=True)
-    (target / "config.json").write_text("{}")
-    old = tmp_path / "landmark-rag" / "m"
-    old.mkdir(parents=True)
-    (old / "config.json").write_text("{}")
+    _default_cache(tmp_path, monkeypatch)
+    target = _model_folder(tmp_path / "landmark_rag" / "m")
+    old = _model_folder(tmp_path / "landmark-rag" / "m")
     assert assemble(["no-such-part-001"], "m") == target
     assert (old / "config.json").is_file()  # fresh: an earlier release may be loading from it
     day_ago = time.time() - 2 * 24 * 3600
