@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ from conftest import requires_smollm2
 
 from landmark_rag.encode.models.fingerprint import file_digest
 from landmark_rag.encode.models.loading import (
+    _adopt_location_keyed,
+    _claim,
     _gguf_cache_path,
     _location_keyed_path,
     _prune_location_keyed,
@@ -54,29 +57,93 @@ def test_a_file_changed_in_place_gets_a_new_entry(tmp_path: Path, monkeypatch: p
     assert _gguf_cache_path(source) != before
 
 
-def test_location_keyed_entries_of_the_same_name_are_pruned_and_nothing_else(tmp_path: Path) -> None:
+def _entry(folder: Path, weights: bytes | None = b"W" * 64, marked: bool = False) -> Path:
+    folder.mkdir(parents=True)
+    if weights is not None:
+        (folder / "config.json").write_text("{}")
+        (folder / "model.safetensors").write_bytes(weights)
+    if marked:
+        (folder / "gguf.sha256").write_text("0" * 64 + "\n")
+    return folder
+
+
+def _age(folder: Path, days: float = 2) -> None:
+    then = time.time() - days * 24 * 3600
+    for p in (folder, *folder.iterdir()):
+        os.utime(p, (then, then))
+
+
+def test_old_copies_of_the_same_weights_are_pruned_and_nothing_else(tmp_path: Path) -> None:
     root = tmp_path / "gguf"
-    target = root / "Model.Q4_1-0123456789abcdef"
-    legacy = [root / "Model.Q4_1-aaaaaaaaaaaaaaaa", root / "Model.Q4_1-bbbbbbbbbbbbbbbb"]
-    other_version = root / "Model.Q4_1-cccccccccccccccc"  # marked: another installed GGUF's entry
-    other_model = root / "Other.Q4_1-dddddddddddddddd"
-    not_an_entry = root / "Model.Q4_1-notes"
-    in_progress = root / ".tmp-Model.Q4_1-eeee"
-    for d in (target, *legacy, other_version, other_model, not_an_entry, in_progress):
-        d.mkdir(parents=True)
-        (d / "config.json").write_text("{}")
-    for d in (target, other_version):
-        (d / "gguf.sha256").write_text("0" * 64 + "\n")
+    target = _entry(root / "Model.Q4_1-0123456789abcdef", marked=True)
+    copies = [_entry(root / "Model.Q4_1-aaaaaaaaaaaaaaaa"), _entry(root / "Model.Q4_1-bbbbbbbbbbbbbbbb")]
+    incomplete = _entry(root / "Model.Q4_1-9999999999999999", weights=None)  # an interrupted release's
+    other_bytes = _entry(root / "Model.Q4_1-8888888888888888", weights=b"V" * 64)  # some env's stores' bytes
+    other_version = _entry(root / "Model.Q4_1-cccccccccccccccc", weights=b"U" * 64, marked=True)
+    other_model = _entry(root / "Other.Q4_1-dddddddddddddddd")
+    not_an_entry = _entry(root / "Model.Q4_1-notes")
+    in_progress = _entry(root / ".tmp-Model.Q4_1-eeee")
 
     # just made: an earlier release's process may be loading from them, so they stay for now
     assert _prune_location_keyed(target) == []
-    assert all(d.is_dir() for d in legacy)
+    assert all(d.is_dir() for d in (*copies, incomplete))
 
-    removed = _prune_location_keyed(target, grace_s=0)
+    for d in root.iterdir():
+        _age(d)
+    removed = _prune_location_keyed(target)
 
-    assert sorted(removed) == sorted(legacy)
-    assert not any(d.exists() for d in legacy)
-    assert all(d.is_dir() for d in (target, other_version, other_model, not_an_entry, in_progress))
+    assert sorted(removed) == sorted([*copies, incomplete])
+    assert not any(d.exists() for d in removed)
+    kept = (target, other_bytes, other_version, other_model, not_an_entry, in_progress)
+    assert all(d.is_dir() for d in kept)
+    assert sorted(p.name for p in root.iterdir()) == sorted(d.name for d in kept)  # no claimed leftovers
+
+
+def test_an_entry_is_claimed_by_one_process_only(tmp_path: Path) -> None:
+    entry = _entry(tmp_path / "gguf" / "Model.Q4_1-aaaaaaaaaaaaaaaa")
+    first = _claim(entry)
+    assert first is not None and first.parent == entry.parent and not entry.exists()
+    assert (first / "model.safetensors").is_file()
+    assert _claim(entry) is None  # the other adopter or pruner backs off
+
+
+def test_an_environment_whose_copy_lost_the_content_key_keeps_its_own_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Environments A and B each had an entry from before the content key; A upgraded first and
+    # its copy became the shared entry. B's stores fingerprinted B's copy.
+    monkeypatch.setenv("LANDMARK_RAG_CACHE", str(tmp_path / "cache"))
+    a = _gguf(tmp_path / "venv-a", b"GGUF" + b"\x06" * 4096)
+    b = _gguf(tmp_path / "venv-b", b"GGUF" + b"\x06" * 4096)
+    _entry(_location_keyed_path(a), weights=b"A's dequantisation")
+    own_b = _entry(_location_keyed_path(b), weights=b"B's dequantisation")
+    _age(own_b)
+    shared = materialise_gguf(a)
+    assert shared == _gguf_cache_path(a) == _gguf_cache_path(b)
+    assert own_b.is_dir()  # other bytes: not pruned although old
+
+    assert materialise_gguf(b) == own_b  # B keeps loading the weights its stores recorded
+    assert (own_b / "gguf.sha256").is_file() and materialise_gguf(b) == own_b
+    assert _prune_location_keyed(shared, grace_s=0) == []  # marked: kept
+    assert materialise_gguf(a) == shared
+
+    # The normal case, identical bytes: the environment's old copy goes, the shared one serves
+    c = _gguf(tmp_path / "venv-c", b"GGUF" + b"\x06" * 4096)
+    own_c = _entry(_location_keyed_path(c), weights=b"A's dequantisation")
+    assert materialise_gguf(c) == shared and not own_c.exists()
+    assert not [p for p in shared.parent.iterdir() if p.name.startswith(".")]
+
+
+def test_an_adopter_that_loses_the_race_puts_its_copy_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LANDMARK_RAG_CACHE", str(tmp_path / "cache"))
+    source = _gguf(tmp_path / "venv", b"GGUF" + b"\x07" * 4096)
+    old = _entry(_location_keyed_path(source), weights=b"mine")
+    target = _entry(_gguf_cache_path(source), weights=b"theirs", marked=True)  # made meanwhile
+    assert _adopt_location_keyed(source, target)  # the target is there: the load can go on
+    assert (old / "model.safetensors").read_bytes() == b"mine" and not (old / "gguf.sha256").exists()
+    assert materialise_gguf(source) == old  # and, holding other bytes, it is what loads here
 
 
 def test_an_entry_an_earlier_release_made_of_this_file_is_renamed_not_made_again(

@@ -133,6 +133,12 @@ def test_an_export_follows_its_weights_to_a_new_place_and_a_damaged_one_is_made_
     assert json.loads((folder / "query.json").read_text())["weight_locations"] == meta["weight_locations"]
     assert load_query_encoder(identity, tmp_path) is not None
     assert sorted(p.name for p in folder.parent.iterdir()) == [folder.name]  # nothing left aside
+    # a file missing from the export: it is replaced, not exported again on every command
+    (folder / "model.onnx").unlink()
+    assert load_query_encoder(identity, tmp_path) is None
+    assert export_query_model(default_encoder, tmp_path) == folder
+    assert (folder / "model.onnx").is_file() and load_query_encoder(identity, tmp_path) is not None
+    assert sorted(p.name for p in folder.parent.iterdir()) == [folder.name]
 
 
 def test_what_is_not_exported(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ import hashlib
 import json
 import logging
 import os
+import secrets
 import shutil
 import warnings
 from collections.abc import Sequence
@@ -106,9 +107,10 @@ def export_query_model(encoder: Any, root: Path | None = None) -> Path | None:
     except ImportError:
         logger.info("onnx is not installed: queries keep loading torch (pip install 'landmark-rag[onnx]')")
         return None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = staging_dir(target.parent)
+    tmp: Path | None = None
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = staging_dir(target.parent)
         model = _HiddenStates(encoder.model).eval()
         layout = encoder.layout
         ids = torch.tensor([[*layout.prefix_ids, layout.lmk_id, *layout.suffix_ids]], dtype=torch.long)
@@ -132,16 +134,46 @@ def export_query_model(encoder: Any, root: Path | None = None) -> Path | None:
             "dim": int(encoder.dim),
         }
         (tmp / "query.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
-        try:
-            tmp.rename(target)
-        except OSError:  # another process got there first: theirs is as good
-            shutil.rmtree(tmp, ignore_errors=True)
-        return target if target.is_dir() else None
+        _publish(tmp, target)
+        return target if all((target / f).is_file() for f in _FILES) else None
     except Exception as exc:  # noqa: BLE001 - an export is an optimisation: never fail the command
         logger.warning("could not export the query model to ONNX (%s: %s); queries keep using torch",
                        type(exc).__name__, exc)
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
         return None
+
+
+def _publish(new: Path, target: Path) -> None:
+    """Rename the finished export ``new`` to ``target``, replacing a damaged one there.
+
+    A rename onto a folder that is not empty fails. When that folder is a complete export,
+    another process got there first and theirs is as good; when files are missing from it, it
+    is moved aside first, or every later command would export again and never replace it."""
+    try:
+        new.rename(target)
+        return
+    except OSError:
+        if all((target / f).is_file() for f in _FILES):
+            shutil.rmtree(new, ignore_errors=True)
+            return
+    stale = _aside(target)
+    try:
+        new.rename(target)
+    except OSError:
+        shutil.rmtree(new, ignore_errors=True)  # a concurrent export took the place: theirs serves
+    if stale is not None:
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def _aside(folder: Path) -> Path | None:
+    """Move ``folder`` to a private name beside it (atomic), to be removed; ``None`` if that fails."""
+    stale = folder.with_name(f".stale-{folder.name}-{secrets.token_hex(6)}")
+    try:
+        folder.rename(stale)
+    except OSError:
+        return None
+    return stale
 
 
 def _points_at(folder: Path, encoder: Any) -> bool:
@@ -158,16 +190,13 @@ def _points_at(folder: Path, encoder: Any) -> bool:
         meta = json.loads(record.read_text())
         recorded = meta["weight_locations"]
     except (OSError, ValueError, KeyError, TypeError):
-        stale = folder.with_name(f".stale-{folder.name}-{os.getpid()}")
-        try:
-            folder.rename(stale)  # out of the way of the new export, atomically
-        except OSError:
-            return False
-        shutil.rmtree(stale, ignore_errors=True)
+        stale = _aside(folder)  # out of the way of the new export, atomically
+        if stale is not None:
+            shutil.rmtree(stale, ignore_errors=True)
         return False
     if recorded == current:
         return True
-    tmp = record.with_name(f".query.json.{os.getpid()}")
+    tmp = record.with_name(f".query.json.{secrets.token_hex(6)}")  # unique per thread, too
     try:
         tmp.write_text(json.dumps({**meta, "weight_locations": current}, indent=1, sort_keys=True))
         os.replace(tmp, record)

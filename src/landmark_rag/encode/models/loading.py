@@ -9,9 +9,11 @@ and whether documents run under bf16 autocast.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
+import secrets
 import shutil
 import time
 import warnings
@@ -211,6 +213,26 @@ def _location_keyed_path(source: ModelSource) -> Path:
     return cache_dir() / "gguf" / f"{f.stem}-{key}"
 
 
+def _claim(entry: Path) -> Path | None:
+    """Rename ``entry`` to a private name beside it, or ``None`` if it is gone.
+
+    A rename is atomic, so of two processes that would move or remove the same entry (one
+    adopting it, another pruning it) exactly one gets it, and the other backs off instead of
+    deleting files from under the winner."""
+    claimed = entry.parent / f".claim-{secrets.token_hex(6)}"
+    try:
+        os.rename(entry, claimed)
+    except OSError:
+        return None
+    return claimed
+
+
+def _same_weights(a: Path, b: Path) -> bool:
+    """Whether two cache entries hold byte-identical weight files (what a store fingerprints)."""
+    fingerprint = weights_fingerprint([a])
+    return fingerprint is not None and fingerprint == weights_fingerprint([b])
+
+
 def _adopt_location_keyed(source: ModelSource, target: Path) -> bool:
     """Give an entry an earlier release made from this very file the content key (a rename).
 
@@ -219,21 +241,61 @@ def _adopt_location_keyed(source: ModelSource, target: Path) -> bool:
     old = _location_keyed_path(source)
     if old == target or not (old / "config.json").is_file():
         return False
-    _mark_source(old, source)
-    try:
-        os.rename(old, target)
-    except OSError:  # a concurrent load made or adopted the target first
+    claimed = _claim(old)
+    if claimed is None:  # another process of this environment adopted it first
         return (target / "config.json").is_file()
-    return True
+    try:
+        _mark_source(claimed, source)
+        os.rename(claimed, target)
+        return True
+    except OSError:
+        # Another environment's load filled the target first. Put this environment's copy
+        # back, unmarked: ``_own_entry`` compares it with the target's bytes.
+        with contextlib.suppress(OSError):
+            (claimed / _GGUF_SOURCE).unlink(missing_ok=True)
+        try:
+            os.rename(claimed, old)
+        except OSError:
+            shutil.rmtree(claimed, ignore_errors=True)
+        return (target / "config.json").is_file()
+
+
+def _own_entry(source: ModelSource, target: Path) -> Path | None:
+    """This environment's entry from before the content key, where it must still be used.
+
+    When another environment's copy took the content key first, this environment's stores were
+    written with its own copy. Byte-identical copies are the normal case: the old one is
+    removed. A copy with other bytes (another transformers dequantised it) keeps being loaded
+    here, marked so that it is not pruned, because the target would change the weight
+    fingerprint its stores recorded and they would refuse to open.
+    """
+    old = _location_keyed_path(source)
+    if old == target or not (old / "config.json").is_file():
+        return None
+    if (old / _GGUF_SOURCE).is_file():
+        return old  # compared before and kept
+    if _same_weights(old, target):
+        claimed = _claim(old)
+        if claimed is not None:
+            shutil.rmtree(claimed, ignore_errors=True)
+        return None
+    try:
+        _mark_source(old, source)
+    except OSError:
+        pass  # a read-only cache: compared again next time
+    logger.info("%s holds other bytes than %s: this environment keeps loading it", old, target)
+    return old
 
 
 def _prune_location_keyed(target: Path, grace_s: float = _LEGACY_GRACE_S) -> list[Path]:
-    """Remove entries of the same GGUF file name written under the old location key.
+    """Remove entries of the same GGUF file name written under the old location key that hold
+    exactly the target's weights (each was a copy made for one environment's path).
 
-    Those carry no ``gguf.sha256``: each is a copy made for one environment's path, of this
-    content or of another file with the same name, and a later load finds or rebuilds what it
-    needs by content. Entries that carry the marker (another installed GGUF content) stay, and
-    so do unmarked ones younger than ``grace_s`` (an earlier release may be using them).
+    Those carry no ``gguf.sha256``. Entries with other bytes stay: another GGUF content of the
+    same name, or another transformers' dequantisation, which some environment's stores may
+    have fingerprinted. Entries that carry the marker stay, and so do unmarked ones younger
+    than ``grace_s`` (an earlier release may be loading from them). An entry without
+    ``config.json`` is one an interrupted release left incomplete; it goes once old.
     """
     stem = target.name.rsplit("-", 1)[0]
     removed = []
@@ -245,13 +307,19 @@ def _prune_location_keyed(target: Path, grace_s: float = _LEGACY_GRACE_S) -> lis
         if entry == target or not entry.is_dir() or (entry / _GGUF_SOURCE).is_file():
             continue
         try:
-            if now - (entry / "config.json").stat().st_mtime < grace_s:
-                continue
+            made, complete = (entry / "config.json").stat().st_mtime, True
         except OSError:
-            pass  # no config.json: an entry an interrupted release left incomplete
-        shutil.rmtree(entry, ignore_errors=True)
-        if not entry.exists():
-            removed.append(entry)
+            try:
+                made, complete = entry.stat().st_mtime, False
+            except OSError:
+                continue  # removed by another process meanwhile
+        if now - made < grace_s or (complete and not _same_weights(entry, target)):
+            continue
+        claimed = _claim(entry)
+        if claimed is None:
+            continue  # adopted or removed by another process meanwhile
+        shutil.rmtree(claimed, ignore_errors=True)
+        removed.append(entry)
     return removed
 
 
@@ -267,31 +335,31 @@ def materialise_gguf(source: ModelSource) -> Path:
     from transformers import AutoModel, AutoTokenizer
 
     target = _gguf_cache_path(source)
-    if (target / "config.json").is_file():
-        return target
-    if _adopt_location_keyed(source, target):
-        logger.info("cache entry of %s moved to %s (keyed by the file's content)", source.gguf_file, target)
-    else:
-        logger.info("dequantising %s once into %s", source.gguf_file, target)
-        tokenizer = AutoTokenizer.from_pretrained(source.path, gguf_file=source.gguf_file)
-        model = AutoModel.from_pretrained(
-            source.path, gguf_file=source.gguf_file, dtype=torch.float32, **_dequantise_kwargs()
-        )
-        _drop_gguf_quantizer(model)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = staging_dir(target.parent)
-        try:
-            model.save_pretrained(tmp, safe_serialization=True)
-            tokenizer.save_pretrained(tmp)
-            _mark_source(tmp, source)
-            os.replace(tmp, target)  # atomic: a concurrent or interrupted load never sees half a cache
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            if not (target / "config.json").is_file():  # else a concurrent load finished first
-                raise
-    for entry in _prune_location_keyed(target):
-        logger.info("removed %s: an older cache entry of the same GGUF file name", entry)
-    return target
+    if not (target / "config.json").is_file():
+        if _adopt_location_keyed(source, target):
+            logger.info("cache entry of %s moved to %s (keyed by the file's content)", source.gguf_file, target)
+        else:
+            logger.info("dequantising %s once into %s", source.gguf_file, target)
+            tokenizer = AutoTokenizer.from_pretrained(source.path, gguf_file=source.gguf_file)
+            model = AutoModel.from_pretrained(
+                source.path, gguf_file=source.gguf_file, dtype=torch.float32, **_dequantise_kwargs()
+            )
+            _drop_gguf_quantizer(model)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = staging_dir(target.parent)
+            try:
+                model.save_pretrained(tmp, safe_serialization=True)
+                tokenizer.save_pretrained(tmp)
+                _mark_source(tmp, source)
+                os.replace(tmp, target)  # atomic: a concurrent or interrupted load never sees half a cache
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                if not (target / "config.json").is_file():  # else a concurrent load finished first
+                    raise
+        for entry in _prune_location_keyed(target):
+            logger.info("removed %s: an older copy of the same weights", entry)
+    own = _own_entry(source, target)
+    return target if own is None else own
 
 
 def _dequantise_kwargs() -> dict[str, Any]:
