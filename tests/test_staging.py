@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from landmark_rag.staging import staging_dir
+from landmark_rag.staging import remove_leftovers, staging_dir
 
 
 @pytest.fixture
@@ -39,3 +40,21 @@ def test_a_missing_parent_is_an_error_not_a_new_tree(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         staging_dir(tmp_path / "absent")
     assert not (tmp_path / "absent").exists()
+
+
+def test_leftovers_of_killed_writers_are_removed_once_old_and_nothing_else(tmp_path: Path) -> None:
+    crashed = staging_dir(tmp_path)
+    (crashed / "model.safetensors").write_bytes(b"half")
+    claimed = staging_dir(tmp_path, prefix=".claim-")
+    in_progress = staging_dir(tmp_path)  # another process is writing it now
+    entry = tmp_path / "Model-0123456789abcdef"
+    entry.mkdir()
+    stray_file = tmp_path / ".tmp-file"
+    stray_file.write_text("not a folder")
+    day_ago = time.time() - 2 * 24 * 3600
+    for p in (crashed, claimed, entry, stray_file):
+        os.utime(p, (day_ago, day_ago))
+
+    assert sorted(remove_leftovers(tmp_path, (".tmp-", ".claim-"))) == sorted([crashed, claimed])
+    assert in_progress.is_dir() and entry.is_dir() and stray_file.is_file()
+    assert remove_leftovers(tmp_path / "absent", (".tmp-",)) == []

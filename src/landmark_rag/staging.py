@@ -14,7 +14,13 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import time
 from pathlib import Path
+
+#: A staging folder this old was left by a process that died mid-write (writes take seconds
+#: to minutes), so it can go.
+LEFTOVER_AGE_S = 24 * 3600
 
 
 def staging_dir(parent: str | os.PathLike[str], prefix: str = ".tmp-") -> Path:
@@ -31,4 +37,30 @@ def staging_dir(parent: str | os.PathLike[str], prefix: str = ".tmp-") -> Path:
     raise FileExistsError(f"no free name for a staging folder in {parent}")  # pragma: no cover
 
 
-__all__ = ["staging_dir"]
+def remove_leftovers(
+    parent: str | os.PathLike[str], prefixes: tuple[str, ...], older_than_s: float = LEFTOVER_AGE_S
+) -> list[Path]:
+    """Remove folders in ``parent`` whose names start with one of ``prefixes`` and that were
+    last changed over ``older_than_s`` ago: staging or set-aside folders of a process that was
+    killed before it could publish or delete them, which nothing else would ever remove."""
+    removed: list[Path] = []
+    now = time.time()
+    try:
+        entries = list(Path(parent).iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(prefixes):
+            continue
+        try:
+            if not entry.is_dir() or now - entry.stat().st_mtime < older_than_s:
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        if not entry.exists():
+            removed.append(entry)
+    return removed
+
+
+__all__ = ["LEFTOVER_AGE_S", "remove_leftovers", "staging_dir"]

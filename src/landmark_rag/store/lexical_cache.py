@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from landmark_rag.staging import staging_dir
+from landmark_rag.staging import remove_leftovers, staging_dir
 from landmark_rag.store.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
 
 LEXICAL_DIR = "landmark_lexical"
@@ -141,6 +141,7 @@ class LexicalCache:
                 os.replace(self.folder, old)
             os.replace(tmp, self.folder)
             shutil.rmtree(old, ignore_errors=True)
+            remove_leftovers(parent, (f".{self.folder.name}.",))
         except OSError:
             shutil.rmtree(tmp, ignore_errors=True)  # a read-only or racing store: memory only
 

@@ -43,7 +43,7 @@ from landmark_rag.encode.config import LandmarkConfig, Pooling
 from landmark_rag.encode.layout import Layout
 from landmark_rag.encode.models.fingerprint import weights_fingerprint
 from landmark_rag.encode.models.loading import cache_dir
-from landmark_rag.staging import staging_dir
+from landmark_rag.staging import remove_leftovers, staging_dir
 
 logger = logging.getLogger(__name__)
 
@@ -135,6 +135,7 @@ def export_query_model(encoder: Any, root: Path | None = None) -> Path | None:
         }
         (tmp / "query.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
         _publish(tmp, target)
+        remove_leftovers(target.parent, (".tmp-", ".stale-"))
         return target if all((target / f).is_file() for f in _FILES) else None
     except Exception as exc:  # noqa: BLE001 - an export is an optimisation: never fail the command
         logger.warning("could not export the query model to ONNX (%s: %s); queries keep using torch",

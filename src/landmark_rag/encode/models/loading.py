@@ -39,7 +39,7 @@ from landmark_rag.encode.models.registry import (
     resolve,
 )
 from landmark_rag.encode.runtime.precision import default_document_autocast
-from landmark_rag.staging import staging_dir
+from landmark_rag.staging import remove_leftovers, staging_dir
 
 logger = logging.getLogger(__name__)
 
@@ -358,6 +358,7 @@ def materialise_gguf(source: ModelSource) -> Path:
                     raise
         for entry in _prune_location_keyed(target):
             logger.info("removed %s: an older copy of the same weights", entry)
+        remove_leftovers(target.parent, (".tmp-", ".claim-"))
     own = _own_entry(source, target)
     return target if own is None else own
 
