@@ -46,15 +46,19 @@ def test_leftovers_of_killed_writers_are_removed_once_old_and_nothing_else(tmp_p
     crashed = staging_dir(tmp_path)
     (crashed / "model.safetensors").write_bytes(b"half")
     claimed = staging_dir(tmp_path, prefix=".claim-")
-    in_progress = staging_dir(tmp_path)  # another process is writing it now
-    entry = tmp_path / "Model-0123456789abcdef"
+    entry = tmp_path / "Model-0123456789abcdef"  # a live entry: never a leftover, however old
     entry.mkdir()
     stray_file = tmp_path / ".tmp-file"
     stray_file.write_text("not a folder")
-    day_ago = time.time() - 2 * 24 * 3600
-    for p in (crashed, claimed, entry, stray_file):
-        os.utime(p, (day_ago, day_ago))
+    old_entry = tmp_path / "Model-fedcba9876543210"
+    old_entry.mkdir()
+    time.sleep(1.2)  # ages are compared with ctime too, which only the clock can age
+    in_progress = staging_dir(tmp_path)  # another process is writing it now
+    just_claimed = tmp_path / ".claim-0000"
+    old_entry.rename(just_claimed)  # a rename keeps the mtime: the ctime says it is fresh
 
-    assert sorted(remove_leftovers(tmp_path, (".tmp-", ".claim-"))) == sorted([crashed, claimed])
-    assert in_progress.is_dir() and entry.is_dir() and stray_file.is_file()
+    removed = remove_leftovers(tmp_path, (".tmp-", ".claim-"), older_than_s=1.0)
+
+    assert sorted(removed) == sorted([crashed, claimed])
+    assert in_progress.is_dir() and just_claimed.is_dir() and entry.is_dir() and stray_file.is_file()
     assert remove_leftovers(tmp_path / "absent", (".tmp-",)) == []

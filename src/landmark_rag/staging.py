@@ -41,7 +41,7 @@ def remove_leftovers(
     parent: str | os.PathLike[str], prefixes: tuple[str, ...], older_than_s: float = LEFTOVER_AGE_S
 ) -> list[Path]:
     """Remove folders in ``parent`` whose names start with one of ``prefixes`` and that were
-    last changed over ``older_than_s`` ago: staging or set-aside folders of a process that was
+    last changed or renamed over ``older_than_s`` ago: staging or set-aside folders of a process that was
     killed before it could publish or delete them, which nothing else would ever remove."""
     removed: list[Path] = []
     now = time.time()
@@ -53,9 +53,12 @@ def remove_leftovers(
         if not entry.name.startswith(prefixes):
             continue
         try:
-            if not entry.is_dir() or now - entry.stat().st_mtime < older_than_s:
-                continue
+            st = entry.stat()
         except OSError:
+            continue
+        # ctime too: a rename (how an entry is claimed or set aside) keeps a folder's mtime,
+        # so a months-old entry claimed a moment ago would otherwise look abandoned
+        if not entry.is_dir() or now - max(st.st_mtime, st.st_ctime) < older_than_s:
             continue
         shutil.rmtree(entry, ignore_errors=True)
         if not entry.exists():

@@ -17,6 +17,7 @@ from landmark_rag.encode.models.loading import (
     _gguf_cache_path,
     _location_keyed_path,
     _prune_location_keyed,
+    _same_weights,
     materialise_gguf,
 )
 from landmark_rag.encode.models.registry import ModelSource
@@ -182,3 +183,29 @@ def test_the_packaged_smollm2_entry_records_its_source(smollm2_dir: Path, tmp_pa
     except OSError:
         shutil.copyfile(gguf, copy)
     assert _gguf_cache_path(ModelSource(str(copy.parent), gguf_file=copy.name)) == smollm2_dir
+
+
+def test_an_entry_another_process_takes_mid_comparison_is_neither_served_nor_fatal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from landmark_rag.encode.models import fingerprint, loading
+
+    monkeypatch.setenv("LANDMARK_RAG_CACHE", str(tmp_path / "cache"))
+    source = _gguf(tmp_path / "venv", b"GGUF" + b"\x08" * 4096)
+    target = _entry(_gguf_cache_path(source), weights=b"shared", marked=True)
+    old = _entry(_location_keyed_path(source), weights=b"other")
+    real = loading.weights_fingerprint
+
+    def taken_meanwhile(locations):  # a prune or an adopt elsewhere moves it first
+        shutil.rmtree(old, ignore_errors=True)
+        return real(locations)
+
+    monkeypatch.setattr(loading, "weights_fingerprint", taken_meanwhile)
+    assert materialise_gguf(source) == target  # not the folder that is gone
+    monkeypatch.setattr(loading, "weights_fingerprint", real)
+
+    def vanished(path: Path) -> str:
+        raise FileNotFoundError(path)
+
+    monkeypatch.setattr(fingerprint, "file_digest", vanished)
+    assert not _same_weights(target, target)  # unreadable: never proven identical, never pruned

@@ -121,7 +121,7 @@ class LexicalCache:
         parent = self.folder.parent
         try:
             parent.mkdir(parents=True, exist_ok=True)
-            tmp = staging_dir(parent, prefix=f".{self.folder.name}.")
+            tmp = staging_dir(parent, prefix=f".{self.folder.name}.tmp-")
         except OSError:
             return  # a read-only store: the index lives in memory for this process
         try:
@@ -141,7 +141,7 @@ class LexicalCache:
                 os.replace(self.folder, old)
             os.replace(tmp, self.folder)
             shutil.rmtree(old, ignore_errors=True)
-            remove_leftovers(parent, (f".{self.folder.name}.",))
+            remove_leftovers(parent, (f".{self.folder.name}.tmp-", f".{self.folder.name}.old."))
         except OSError:
             shutil.rmtree(tmp, ignore_errors=True)  # a read-only or racing store: memory only
 

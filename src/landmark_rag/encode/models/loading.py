@@ -9,7 +9,6 @@ and whether documents run under bf16 autocast.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import os
@@ -228,36 +227,35 @@ def _claim(entry: Path) -> Path | None:
 
 
 def _same_weights(a: Path, b: Path) -> bool:
-    """Whether two cache entries hold byte-identical weight files (what a store fingerprints)."""
-    fingerprint = weights_fingerprint([a])
-    return fingerprint is not None and fingerprint == weights_fingerprint([b])
+    """Whether two cache entries hold byte-identical weight files (what a store fingerprints);
+    ``False`` when either cannot be read through, e.g. another process just moved it."""
+    try:
+        fingerprint = weights_fingerprint([a])
+        return fingerprint is not None and fingerprint == weights_fingerprint([b])
+    except OSError:
+        return False
 
 
 def _adopt_location_keyed(source: ModelSource, target: Path) -> bool:
     """Give an entry an earlier release made from this very file the content key (a rename).
 
     Its bytes stay the ones stores written with it fingerprinted (dequantising again with
-    another transformers could save different ones), and the 30 s of dequantising are saved."""
+    another transformers could save different ones), and the 30 s of dequantising are saved.
+    The rename itself is the claim: of two processes adopting or pruning the same entry, one
+    gets it. The marker is written after it; until then the entry is only unmarked, which no
+    prune acts on (a prune never removes the target, nor an entry with other bytes than its own)."""
     old = _location_keyed_path(source)
     if old == target or not (old / "config.json").is_file():
         return False
-    claimed = _claim(old)
-    if claimed is None:  # another process of this environment adopted it first
+    try:
+        os.rename(old, target)
+    except OSError:  # a concurrent load made or adopted the target first; ``old`` is left as it was
         return (target / "config.json").is_file()
     try:
-        _mark_source(claimed, source)
-        os.rename(claimed, target)
-        return True
+        _mark_source(target, source)
     except OSError:
-        # Another environment's load filled the target first. Put this environment's copy
-        # back, unmarked: ``_own_entry`` compares it with the target's bytes.
-        with contextlib.suppress(OSError):
-            (claimed / _GGUF_SOURCE).unlink(missing_ok=True)
-        try:
-            os.rename(claimed, old)
-        except OSError:
-            shutil.rmtree(claimed, ignore_errors=True)
-        return (target / "config.json").is_file()
+        pass  # a read-only cache: the entry serves unmarked
+    return True
 
 
 def _own_entry(source: ModelSource, target: Path) -> Path | None:
@@ -280,9 +278,13 @@ def _own_entry(source: ModelSource, target: Path) -> Path | None:
             shutil.rmtree(claimed, ignore_errors=True)
         return None
     try:
+        if weights_fingerprint([old]) is None or not (old / "config.json").is_file():
+            return None  # adopted or pruned meanwhile: both only take copies of the target's bytes
         _mark_source(old, source)
     except OSError:
-        pass  # a read-only cache: compared again next time
+        if not (old / "config.json").is_file():
+            return None
+        # else a read-only cache: compared again next time
     logger.info("%s holds other bytes than %s: this environment keeps loading it", old, target)
     return old
 
