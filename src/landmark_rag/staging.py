@@ -37,6 +37,22 @@ def staging_dir(parent: str | os.PathLike[str], prefix: str = ".tmp-") -> Path:
     raise FileExistsError(f"no free name for a staging folder in {parent}")  # pragma: no cover
 
 
+def set_aside(entry: str | os.PathLike[str], prefix: str) -> Path | None:
+    """Rename ``entry`` to a new private name beside it (``prefix`` plus random hex) and return
+    that name, or ``None`` if the rename fails (most often: the entry is gone).
+
+    A rename is atomic, so of two processes that would move or remove the same folder (one
+    adopting a cache entry, another pruning it; two replacing a damaged one) exactly one gets
+    it, and the other backs off instead of deleting files from under the winner."""
+    entry = Path(entry)
+    aside = entry.with_name(f"{prefix}{secrets.token_hex(6)}")
+    try:
+        os.rename(entry, aside)
+    except OSError:
+        return None
+    return aside
+
+
 def remove_leftovers(
     parent: str | os.PathLike[str], prefixes: tuple[str, ...], older_than_s: float = LEFTOVER_AGE_S
 ) -> list[Path]:
@@ -66,4 +82,4 @@ def remove_leftovers(
     return removed
 
 
-__all__ = ["LEFTOVER_AGE_S", "remove_leftovers", "staging_dir"]
+__all__ = ["LEFTOVER_AGE_S", "remove_leftovers", "set_aside", "staging_dir"]

@@ -13,7 +13,6 @@ from conftest import requires_smollm2
 from landmark_rag.encode.models.fingerprint import file_digest
 from landmark_rag.encode.models.loading import (
     _adopt_location_keyed,
-    _claim,
     _gguf_cache_path,
     _location_keyed_path,
     _prune_location_keyed,
@@ -21,6 +20,7 @@ from landmark_rag.encode.models.loading import (
     materialise_gguf,
 )
 from landmark_rag.encode.models.registry import ModelSource
+from landmark_rag.staging import set_aside
 
 
 def _gguf(folder: Path, content: bytes, name: str = "Model.Q4_1.gguf") -> ModelSource:
@@ -102,10 +102,10 @@ def test_old_copies_of_the_same_weights_are_pruned_and_nothing_else(tmp_path: Pa
 
 def test_an_entry_is_claimed_by_one_process_only(tmp_path: Path) -> None:
     entry = _entry(tmp_path / "gguf" / "Model.Q4_1-aaaaaaaaaaaaaaaa")
-    first = _claim(entry)
+    first = set_aside(entry, ".claim-")
     assert first is not None and first.parent == entry.parent and not entry.exists()
     assert (first / "model.safetensors").is_file()
-    assert _claim(entry) is None  # the other adopter or pruner backs off
+    assert set_aside(entry, ".claim-") is None  # the other adopter or pruner backs off
 
 
 def test_an_environment_whose_copy_lost_the_content_key_keeps_its_own_bytes(

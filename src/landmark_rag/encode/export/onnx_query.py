@@ -43,7 +43,7 @@ from landmark_rag.encode.config import LandmarkConfig, Pooling
 from landmark_rag.encode.layout import Layout
 from landmark_rag.encode.models.fingerprint import weights_fingerprint
 from landmark_rag.encode.models.loading import cache_dir
-from landmark_rag.staging import remove_leftovers, staging_dir
+from landmark_rag.staging import remove_leftovers, set_aside, staging_dir
 
 logger = logging.getLogger(__name__)
 
@@ -158,23 +158,13 @@ def _publish(new: Path, target: Path) -> None:
         if all((target / f).is_file() for f in _FILES):
             shutil.rmtree(new, ignore_errors=True)
             return
-    stale = _aside(target)
+    stale = set_aside(target, f".stale-{target.name}-")
     try:
         new.rename(target)
     except OSError:
         shutil.rmtree(new, ignore_errors=True)  # a concurrent export took the place: theirs serves
     if stale is not None:
         shutil.rmtree(stale, ignore_errors=True)
-
-
-def _aside(folder: Path) -> Path | None:
-    """Move ``folder`` to a private name beside it (atomic), to be removed; ``None`` if that fails."""
-    stale = folder.with_name(f".stale-{folder.name}-{secrets.token_hex(6)}")
-    try:
-        folder.rename(stale)
-    except OSError:
-        return None
-    return stale
 
 
 def _points_at(folder: Path, encoder: Any) -> bool:
@@ -191,7 +181,7 @@ def _points_at(folder: Path, encoder: Any) -> bool:
         meta = json.loads(record.read_text())
         recorded = meta["weight_locations"]
     except (OSError, ValueError, KeyError, TypeError):
-        stale = _aside(folder)  # out of the way of the new export, atomically
+        stale = set_aside(folder, f".stale-{folder.name}-")  # out of the new export's way, atomically
         if stale is not None:
             shutil.rmtree(stale, ignore_errors=True)
         return False

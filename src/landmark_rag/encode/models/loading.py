@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import secrets
 import shutil
 import time
 import warnings
@@ -38,7 +37,7 @@ from landmark_rag.encode.models.registry import (
     resolve,
 )
 from landmark_rag.encode.runtime.precision import default_document_autocast
-from landmark_rag.staging import remove_leftovers, staging_dir
+from landmark_rag.staging import remove_leftovers, set_aside, staging_dir
 
 logger = logging.getLogger(__name__)
 
@@ -212,20 +211,6 @@ def _location_keyed_path(source: ModelSource) -> Path:
     return cache_dir() / "gguf" / f"{f.stem}-{key}"
 
 
-def _claim(entry: Path) -> Path | None:
-    """Rename ``entry`` to a private name beside it, or ``None`` if it is gone.
-
-    A rename is atomic, so of two processes that would move or remove the same entry (one
-    adopting it, another pruning it) exactly one gets it, and the other backs off instead of
-    deleting files from under the winner."""
-    claimed = entry.parent / f".claim-{secrets.token_hex(6)}"
-    try:
-        os.rename(entry, claimed)
-    except OSError:
-        return None
-    return claimed
-
-
 def _same_weights(a: Path, b: Path) -> bool:
     """Whether two cache entries hold byte-identical weight files (what a store fingerprints);
     ``False`` when either cannot be read through, e.g. another process just moved it."""
@@ -273,7 +258,7 @@ def _own_entry(source: ModelSource, target: Path) -> Path | None:
     if (old / _GGUF_SOURCE).is_file():
         return old  # compared before and kept
     if _same_weights(old, target):
-        claimed = _claim(old)
+        claimed = set_aside(old, ".claim-")
         if claimed is not None:
             shutil.rmtree(claimed, ignore_errors=True)
         return None
@@ -317,7 +302,7 @@ def _prune_location_keyed(target: Path, grace_s: float = _LEGACY_GRACE_S) -> lis
                 continue  # removed by another process meanwhile
         if now - made < grace_s or (complete and not _same_weights(entry, target)):
             continue
-        claimed = _claim(entry)
+        claimed = set_aside(entry, ".claim-")  # the pruner that gets it removes it
         if claimed is None:
             continue  # adopted or removed by another process meanwhile
         shutil.rmtree(claimed, ignore_errors=True)
