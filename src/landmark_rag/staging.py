@@ -57,8 +57,8 @@ def remove_leftovers(
     parent: str | os.PathLike[str], prefixes: tuple[str, ...], older_than_s: float = LEFTOVER_AGE_S
 ) -> list[Path]:
     """Remove folders in ``parent`` whose names start with one of ``prefixes`` and that were
-    last changed or renamed over ``older_than_s`` ago: staging or set-aside folders of a process that was
-    killed before it could publish or delete them, which nothing else would ever remove."""
+    last changed or renamed over ``older_than_s`` ago: staging or set-aside folders of a
+    process killed before it could publish or delete them, which nothing else would remove."""
     removed: list[Path] = []
     now = time.time()
     try:

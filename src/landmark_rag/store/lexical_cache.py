@@ -14,14 +14,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from landmark_rag.staging import remove_leftovers, staging_dir
+from landmark_rag.staging import remove_leftovers, set_aside, staging_dir
 from landmark_rag.store.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
 
 LEXICAL_DIR = "landmark_lexical"
@@ -136,11 +135,10 @@ class LexicalCache:
                 ),
             )
             (tmp / "state.json").write_text(json.dumps(meta))
-            old = parent / f".{self.folder.name}.old.{os.getpid()}.{threading.get_ident()}"
-            if self.folder.exists():
-                os.replace(self.folder, old)
+            old = set_aside(self.folder, f".{self.folder.name}.old.")  # None: there was none
             os.replace(tmp, self.folder)
-            shutil.rmtree(old, ignore_errors=True)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
             remove_leftovers(parent, (f".{self.folder.name}.tmp-", f".{self.folder.name}.old."))
         except OSError:
             shutil.rmtree(tmp, ignore_errors=True)  # a read-only or racing store: memory only
