@@ -16,6 +16,7 @@ from landmark_rag.expand.expand import (
 )
 from landmark_rag.expand.strategies import (
     Adaptive,
+    Evidence,
     Front,
     Strategy,
     Surround,
@@ -27,6 +28,7 @@ __all__ = [
     "Adaptive",
     "AnySentenceSource",
     "BatchSentenceSource",
+    "Evidence",
     "Front",
     "InMemorySource",
     "SentenceSource",
@@ -42,7 +44,7 @@ __all__ = [
 # The two older names of the strategy rule were exported here; they keep working (with a
 # DeprecationWarning) so code written against them does not break, and live only here.
 def _make_strategy(name: Any = "front", **params: float) -> Strategy:
-    if isinstance(name, Front | Surround | Adaptive):
+    if isinstance(name, Front | Surround | Adaptive | Evidence):
         return name  # the old name ignored parameters given with a ready strategy
     if name is None:
         raise ValueError("unknown expansion strategy None; choose one of ['adaptive', 'front', 'surround']")

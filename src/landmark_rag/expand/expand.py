@@ -10,7 +10,7 @@ from typing import Literal, Protocol, cast
 import numpy as np
 
 from landmark_rag.expand.headings import is_heading_line
-from landmark_rag.expand.strategies import Strategy, approx_tokens, choose_strategy
+from landmark_rag.expand.strategies import Strategy, approx_tokens, choose_strategy, join_limits
 from landmark_rag.store.schema import user_metadata
 from landmark_rag.types import DENSE_SCORE, EncodedDocument, Hit, Passage, Sentence, passage_pages
 
@@ -131,6 +131,7 @@ def expand_hits(
 
     spans_by_doc: dict[str, list[_Span]] = {}
     sents_by_doc: dict[str, dict[int, Sentence]] = {}
+    joins_by_doc: dict[str, _Joins] = {}
     requests = {
         doc_id: sorted(
             {i for h in doc_hits for i in strat.candidates(h.sentence.index) if i >= 0}
@@ -152,10 +153,13 @@ def expand_hits(
             spans.append(_Span(lo, hi, h.score, [z], h, _hit_cosine(h)))
         spans_by_doc[doc_id] = spans
         sents_by_doc[doc_id] = sents
+        joins_by_doc[doc_id] = _joiner(strat, sents, count)
     if max_passages is not None:
-        spans_by_doc = _best_prefix(hits, spans_by_doc, max_passages)
+        spans_by_doc = _best_prefix(hits, spans_by_doc, max_passages, joins_by_doc, absorb=join_limits(strat)[0] > 0)
     passages = [
-        _passage(doc_id, span, sents_by_doc[doc_id]) for doc_id, spans in spans_by_doc.items() for span in _merge(spans)
+        _passage(doc_id, span, sents_by_doc[doc_id])
+        for doc_id, spans in spans_by_doc.items()
+        for span in _merge(spans, joins_by_doc[doc_id])
     ]
     if order == "document":
         passages.sort(key=lambda p: (p.doc_id, p.start))
@@ -174,11 +178,56 @@ def _without_heading_edges(lo: int, hi: int, hit: int, sents: dict[int, Sentence
     return lo, hi
 
 
-def _best_prefix(hits: Sequence[Hit], spans_by_doc: dict[str, list[_Span]], limit: int) -> dict[str, list[_Span]]:
+#: Whether a span joins the span before it (sorted by start) in one passage.
+_Joins = Callable[["_Span", "_Span"], bool]
+
+
+def _touching(before: _Span, after: _Span) -> bool:
+    return after.lo <= before.hi + 1
+
+
+def _joiner(strategy: Strategy, sents: Mapping[int, Sentence], count: Callable[[str], int]) -> _Joins:
+    """The join rule of one document: overlapping or touching spans always join (passages
+    never overlap); a strategy that bridges (``Evidence``) also joins spans up to ``bridge``
+    sentences apart when the sentences between were read, none of them is a heading line (a
+    heading starts another section), and the joined passage keeps within its token limit."""
+    bridge, cap = join_limits(strategy)
+    if bridge <= 0:
+        return _touching
+    tokens: dict[int, int] = {}
+
+    def size(lo: int, hi: int) -> int:
+        for i in range(lo, hi + 1):
+            if i not in tokens:
+                tokens[i] = count(sents[i].text)
+        return sum(tokens[i] for i in range(lo, hi + 1))
+
+    def joins(before: _Span, after: _Span) -> bool:
+        if _touching(before, after):
+            return True
+        gap = range(before.hi + 1, after.lo)
+        if len(gap) > bridge or any(i not in sents or is_heading_line(sents[i]) for i in gap):
+            return False
+        return cap is None or size(before.lo, max(before.hi, after.hi)) <= cap
+
+    return joins
+
+
+def _best_prefix(
+    hits: Sequence[Hit],
+    spans_by_doc: dict[str, list[_Span]],
+    limit: int,
+    joins_by_doc: Mapping[str, _Joins],
+    *,
+    absorb: bool = False,
+) -> dict[str, list[_Span]]:
     """Take hits best first until their spans form ``limit`` passages.
 
     A hit whose span would bridge two passages already formed (and so reduce their number)
-    is skipped: its sentences sit next to passages the caller already gets.
+    is skipped: its sentences sit next to passages the caller already gets. With ``absorb``
+    (a strategy that joins nearby hits), the lower hits go on being read after that: each one
+    that joins a passage already formed grows it (the evidence runs on there), and the others,
+    which would add passages past ``limit``, are left out.
     """
     position = {id(h): r for r, h in enumerate(hits)}
     ranked = sorted(
@@ -188,20 +237,21 @@ def _best_prefix(hits: Sequence[Hit], spans_by_doc: dict[str, list[_Span]], limi
     kept: dict[str, list[_Span]] = defaultdict(list)
     counts: dict[str, int] = defaultdict(int)
     for _, doc_id, sp in ranked:
-        if sum(counts.values()) >= limit:
+        full = sum(counts.values()) >= limit
+        if full and not absorb:
             break
-        n = len(_merge([*kept[doc_id], sp]))
-        if n >= counts[doc_id]:
+        n = len(_merge([*kept[doc_id], sp], joins_by_doc[doc_id]))
+        if n == counts[doc_id] or (n > counts[doc_id] and not full):
             kept[doc_id].append(sp)
             counts[doc_id] = n
     return dict(kept)
 
 
-def _merge(spans: list[_Span]) -> list[_Span]:
+def _merge(spans: list[_Span], joins: _Joins = _touching) -> list[_Span]:
     spans = sorted(spans, key=lambda s: (s.lo, s.hi))
     merged: list[_Span] = []
     for s in spans:
-        if merged and s.lo <= merged[-1].hi + 1:
+        if merged and joins(merged[-1], s):
             m = merged[-1]
             m.hi = max(m.hi, s.hi)
             m.hits.extend(s.hits)

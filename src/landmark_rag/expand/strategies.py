@@ -16,7 +16,7 @@ import numpy as np
 
 from landmark_rag.types import Sentence
 
-StrategyName = Literal["front", "surround", "adaptive"]
+StrategyName = Literal["front", "surround", "adaptive", "evidence"]
 
 
 class _Window:
@@ -151,10 +151,80 @@ class Adaptive:
         return lo, hi
 
 
-Strategy = Front | Surround | Adaptive
+@dataclass(frozen=True)
+class Evidence(_Window):
+    """Follow the evidence: a window around each hit, and hits of one document that lie
+    close together joined into one passage with the sentences between them.
+
+    When evidence runs over many sentences, a search hits several of them; a fixed window
+    around each returns them as separate fragments and leaves out the sentences between.
+    Here each hit takes ``before`` sentences before it and ``after`` after it (Surround's
+    window; ``before=k-1, after=0`` reads like the paper's Front-k), and two windows of one
+    document at most ``bridge`` sentences apart become one passage, as long as the joined
+    passage stays within ``max_tokens`` (overlapping or touching windows always join, as
+    with every strategy). The hits themselves are the relevance signal: a sentence the
+    ranking put among the hits read for this query belongs to the answer's region, so the
+    passage grows exactly as far as the evidence the search found, and no score scale has
+    to be compared across modes (cosine, BM25 and fused scores all work alike).
+    """
+
+    before: int = 1
+    after: int = 1
+    bridge: int = 2
+    max_tokens: int = 384
+
+    def __post_init__(self) -> None:
+        if self.before < 0 or self.after < 0 or self.bridge < 0:
+            raise ValueError("Evidence.before/after/bridge must be >= 0")
+        if self.max_tokens < 1:
+            raise ValueError("Evidence.max_tokens must be >= 1")
+
+    def window(self, hit: int) -> range:
+        """The sentences a hit takes on its own (before any join)."""
+        return range(hit - self.before, hit + self.after + 1)
+
+    def candidates(self, hit: int) -> range:
+        # the window plus the gap a join may fill: sentences between two joined windows are
+        # within ``bridge`` of one of them, so one read per search supplies them
+        return range(hit - self.before - self.bridge, hit + self.after + self.bridge + 1)
+
+    def span(
+        self,
+        hit: int,
+        score: float,
+        sents: Mapping[int, Sentence],
+        vectors: Mapping[int, np.ndarray],
+        query: np.ndarray | None,
+        count_tokens: Callable[[str], int],
+    ) -> tuple[int, int]:
+        """The hit's own window (joins happen when the spans of a document are merged)."""
+        rng = self.window(hit)
+        lo = hi = hit
+        while lo - 1 >= rng.start and lo - 1 in sents:
+            lo -= 1
+        while hi + 1 < rng.stop and hi + 1 in sents:
+            hi += 1
+        return lo, hi
 
 
-STRATEGIES: dict[str, type[Front | Surround | Adaptive]] = {"front": Front, "surround": Surround, "adaptive": Adaptive}
+Strategy = Front | Surround | Adaptive | Evidence
+
+
+STRATEGIES: dict[str, type[Front | Surround | Adaptive | Evidence]] = {
+    "front": Front,
+    "surround": Surround,
+    "adaptive": Adaptive,
+    "evidence": Evidence,
+}
+
+
+def join_limits(strategy: Strategy) -> tuple[int, int | None]:
+    """``(bridge, max_tokens)``: how far apart two spans of a document may be and still
+    join, and the size the joined passage must stay within (``None``: no limit, for the
+    strategies that join only overlapping or touching spans)."""
+    if isinstance(strategy, Evidence):
+        return strategy.bridge, strategy.max_tokens
+    return 0, None
 
 
 def choose_strategy(
@@ -167,13 +237,13 @@ def choose_strategy(
     """The one rule for which expansion a search uses (the index, every adapter and the CLI
     call it, so a name, its parameters and a model's default mean the same everywhere).
 
-    A ready ``Front``/``Surround``/``Adaptive`` object is used as is (``params`` replace its
-    fields); a name (``front``, ``surround``, ``adaptive``) is built with ``params``; ``None``
+    A ready ``Front``/``Surround``/``Adaptive``/``Evidence`` object is used as is (``params``
+    replace its fields); a name (``front``, ``surround``, ``adaptive``, ``evidence``) is built with ``params``; ``None``
     takes the strategy the ``model``'s ``landmark_config.json`` names (a ``LandmarkConfig``,
     an encoder, or ``None`` for the paper's Front-3), with ``params``, when given, replacing
     that strategy's configured parameters.
     """
-    if isinstance(strategy, Front | Surround | Adaptive):
+    if isinstance(strategy, Front | Surround | Adaptive | Evidence):
         return replace(strategy, **params) if params else strategy  # type: ignore[arg-type]
     if strategy is not None:
         return _build(strategy, params or {})
