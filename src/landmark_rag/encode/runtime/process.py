@@ -9,26 +9,26 @@ the tokenizer and the rest Python, against 4.8 M for the device half: the GPU wa
 worker processes the upcoming groups are prepared in parallel, and none of it takes this
 process's GIL.
 
-What runs there (:func:`prepare_group`): segmentation with the default segmenter
-(sentencex), ``encode.prepare.measure_documents``, the layout's windows
-(``Layout.document_jobs``) and the padded batches (``encode.batching``): the very code the
-encoder runs when it prepares a group itself, with the encoder's tokenizer loaded from its
-backend's JSON and its layout without the tokenizer (``Layout.portable``). What comes back
-is compact: each document's sentence spans and token count, and the group's batches as
-plain arrays; this process rebuilds the sentences from the text it holds and wraps the
-arrays as tensors.
+What runs there (:func:`prepare_group`, in ``runtime.process_worker`` with the rest of the
+worker's side): segmentation with the default segmenter (sentencex),
+``encode.prepare.measure_documents``, the layout's windows (``Layout.document_jobs``) and the
+padded batches (``encode.batching``): the very code the encoder runs when it prepares a group
+itself, with the encoder's tokenizer loaded from its backend's JSON and its layout without
+the tokenizer (``Layout.portable``). What comes back is compact: each document's sentence
+spans and token count, and the group's batches as plain arrays; this process rebuilds the
+sentences from the text it holds and wraps the arrays as tensors.
 
 How: a pool of workers per process, started by the first large call that wants them and
-reused by later ones. Each is a fresh interpreter (``python -c``) that imports this module,
-numpy, tokenizers and sentencex, but neither torch nor the caller's ``__main__`` (no main
-guard needed, nothing forked from a process that has torch's threads), tokenising on one
-thread when it is one of several. Requests and results travel as pickles over two pipes of
-its own; its stdout and stderr are the caller's. Until a worker is up and has tokenised
-:func:`segment.tokens.probe_texts` exactly as this process does, groups are prepared here,
-and so is any group a worker did not deliver because it ended, or that could not be sent
-(logged once; nothing is lost). A request a worker cannot read ends it (the caller then
-prepares what it had) rather than leave the caller waiting. An exception a task raises there
-is raised here, as itself, when that group is due.
+reused by later ones. Each is a fresh interpreter (``python -c``) that imports
+``runtime.process_worker``, numpy, tokenizers and sentencex, but neither torch nor the
+caller's ``__main__`` (no main guard needed, nothing forked from a process that has torch's
+threads), tokenising on one thread when it is one of several. Requests and results travel
+as pickles over two pipes of its own; its stdout and stderr are the caller's. Until a worker
+is up and has tokenised :func:`segment.tokens.probe_texts` exactly as this process does,
+groups are prepared here, and so is any group a worker did not deliver because it ended, or
+that could not be sent (logged once; nothing is lost). A request a worker cannot read ends
+it (the caller then prepares what it had) rather than leave the caller waiting. An
+exception a task raises there is raised here, as itself, when that group is due.
 
 When: by default for calls of more than one group of documents on an accelerator, when the
 host has at least :data:`MIN_CORES` cores (:func:`pool_size`); on a CPU the workers would
@@ -43,25 +43,19 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
-import importlib
 import itertools
 import json
 import logging
 import os
-import pickle
-import queue
-import signal
-import struct
 import subprocess
 import sys
 import threading
 import weakref
-from collections import OrderedDict
-from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import IO, Any
 
-import numpy as np
+from landmark_rag.encode.runtime import process_worker
+from landmark_rag.encode.runtime.process_worker import encode, recv, send, write
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +65,7 @@ ENV_SWITCH = "LANDMARK_RAG_PREPARE_PROCESS"
 #: Environment variable: how many workers (when the encoder's ``prepare_workers`` is not set).
 ENV_WORKERS = "LANDMARK_RAG_PREPARE_WORKERS"
 #: The task that prepares a group there (named, not pickled: the worker imports it).
-TASK = f"{__name__}:prepare_group"
+TASK = f"{process_worker.__name__}:prepare_group"
 #: Starts beyond the pool's size after which, if those workers ended unexpectedly, no more are.
 MAX_STARTS = 3
 #: Host cores below which an accelerator's calls prepare on the producer thread by default:
@@ -81,8 +75,11 @@ MIN_CORES = 6
 #: Most workers the default starts: beyond a dozen, the host's single thread that rebuilds
 #: sentences and feeds the device is the bound, not preparation.
 MAX_AUTO_WORKERS = 12
+#: The worker's group task and the tokenizers it reads, reached through this module too (a
+#: task is named by its module, and ``TASK`` may name this one).
+prepare_group = process_worker.prepare_group
+_BACKENDS = process_worker.BACKENDS
 
-_HEADER = struct.Struct("<Q")
 _OFF = ("0", "false", "no", "off")
 _ON = ("1", "true", "yes", "on")
 
@@ -159,7 +156,7 @@ class PreparationWorker:
         paths = [p for p in sys.path if isinstance(p, str) and p]
         code = (
             "import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
-            f"from {__name__} import serve; serve(int(sys.argv[2]), int(sys.argv[3]))"
+            f"from {process_worker.__name__} import serve; serve(int(sys.argv[2]), int(sys.argv[3]))"
         )
         env = None
         if threads is not None:  # several workers share the cores: each tokenizer gets its part
@@ -214,7 +211,7 @@ class PreparationWorker:
         future: Future[Any] = Future()
         task = next(self._ids)
         try:
-            data = _encode(("call", task, target, args))
+            data = encode(("call", task, target, args))
         except Exception as exc:  # noqa: BLE001 - e.g. an object of the caller's own: prepared there instead
             future.set_exception(WorkerGone(f"the task could not be sent ({type(exc).__name__}: {exc})"))
             return future
@@ -225,7 +222,7 @@ class PreparationWorker:
             self._pending[task] = future
         try:
             with self._write_lock:
-                _write(self._requests, data)
+                write(self._requests, data)
         except BaseException as exc:
             # a write cut short (the pipe closed, or Ctrl-C mid-message) leaves the worker's
             # stream unreadable: it is ended, and what it had is prepared by the caller
@@ -257,7 +254,7 @@ class PreparationWorker:
             if known is None:
                 probes = _probes(tt)
                 expected = [list(e.ids) for e in tt.backend.encode_batch(probes, add_special_tokens=False)]
-                loaded = self.submit(f"{__name__}:load_tokenizer", key, text, probes)
+                loaded = self.submit(f"{process_worker.__name__}:load_tokenizer", key, text, probes)
                 known = self._tokenizers[key] = (loaded, expected)
         future, expected = known
         if not future.done():
@@ -277,7 +274,7 @@ class PreparationWorker:
         if not was_gone:
             try:
                 with self._write_lock:
-                    _send(self._requests, ("exit",))
+                    send(self._requests, ("exit",))
             except (OSError, ValueError):
                 pass
         self._close_streams()
@@ -307,7 +304,7 @@ class PreparationWorker:
     def _read(self) -> None:
         try:
             while True:
-                message = _recv(self._results)
+                message = recv(self._results)
                 if message is None:
                     break
                 if message[0] == "ready":
@@ -405,126 +402,3 @@ def _probes(tt: Any) -> list[str]:
     from landmark_rag.segment.tokens import probe_texts
 
     return probe_texts(tt.tokenizer)
-
-
-# ---------------------------------------------------------------------- the worker's side
-#: Tokenizers the worker loaded, by key (a few: one per encoder that sent work).
-_BACKENDS: OrderedDict[str, Any] = OrderedDict()
-
-
-def load_tokenizer(key: str, text: str, probes: Sequence[str]) -> list[list[int]]:
-    """(Worker) load a backend from its JSON under ``key``; the probes' ids, to be compared there."""
-    from tokenizers import Tokenizer
-
-    from landmark_rag.segment.tokens import TextTokenizer
-
-    backend = Tokenizer.from_str(text)
-    # kept for the worker's life: the caller remembers what each worker has loaded
-    _BACKENDS[key] = TextTokenizer.from_backend(backend)
-    return [list(e.ids) for e in backend.encode_batch(list(probes), add_special_tokens=False)]
-
-
-def prepare_group(
-    key: str, texts: Sequence[str], layout: Any, batch_size: int, batch_tokens: int | None
-) -> tuple[list[tuple[np.ndarray, int]], int, list[Any]]:
-    """(Worker) a group of texts made ready for the device, as ``LandmarkEncoder`` makes one:
-    per text ``(sentence spans [n, 2], its tokens)``; the tokens laid out (each sentence
-    capped to a window); the group's padded batches (``encode.batching.plan_batches``).
-    ``layout``: the encoder's ``Layout.portable()``."""
-    from landmark_rag.encode.batching import plan_batches
-    from landmark_rag.encode.prepare import measure_documents
-    from landmark_rag.segment.segment import sentence_spans
-
-    lists = [sentence_spans(t) for t in texts]
-    n = len(texts)
-    measured = measure_documents(
-        texts, lists, _BACKENDS[key], layout.max_sentence_tokens, layout.causal, cut=[True] * n, doc_ids=[None] * n
-    )
-    docs: list[tuple[np.ndarray, int]] = []
-    toks = []
-    for sents, ids in measured:
-        spans = np.array([(s.start, s.end) for s in sents], dtype=np.int64).reshape(-1, 2)
-        docs.append((spans, sum(len(x) for x in ids)))
-        toks.append(layout.cap_ids(ids))
-    laid = sum(len(x) for doc in toks for x in doc)
-    return docs, laid, plan_batches(layout, toks, batch_size, batch_tokens)
-
-
-def serve(requests_fd: int, results_fd: int) -> None:
-    """(Worker) answer tasks until told to end or the caller's end of the pipe closes."""
-    # Ctrl-C in a terminal reaches the whole process group: the caller decides what stops;
-    # the worker ends when the caller closes its pipe
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    with os.fdopen(requests_fd, "rb") as requests, os.fdopen(results_fd, "wb") as results:
-        # requests are read as they come, while a task runs: a caller sending its next group
-        # to this busy worker does not wait, on a full pipe, for the current one to end
-        inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
-
-        def read() -> None:
-            try:
-                while True:
-                    message = _recv(requests)
-                    if message is None or message[0] == "exit":
-                        return
-                    inbox.put(message)
-            finally:  # a request that cannot be read ends the worker: the caller prepares its groups
-                inbox.put(None)
-
-        threading.Thread(target=read, name="landmark-prepare-requests", daemon=True).start()
-        _send(results, ("ready", os.getpid()))
-        while True:
-            message = inbox.get()
-            if message is None or message[0] == "exit":
-                return
-            _, task, target, args = message
-            try:
-                value, ok = _resolve(target)(*args), True
-            except Exception as exc:  # noqa: BLE001 - handed to the caller, raised there
-                value, ok = _portable(exc), False
-            _send(results, ("done", task, ok, value))
-
-
-def _resolve(target: str) -> Any:
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def _portable(exc: Exception) -> tuple[Exception, str]:
-    """``(exc as it can travel, its traceback there)``: itself where it pickles, else its text."""
-    import traceback
-
-    detail = "".join(traceback.format_exception(exc)).rstrip()
-    try:
-        pickle.loads(pickle.dumps(exc))
-        out = exc
-    except Exception:  # noqa: BLE001 - an exception that does not pickle travels as its text
-        out = RuntimeError(f"{type(exc).__name__}: {exc}")
-    out.__traceback__ = None
-    return out, detail
-
-
-def _send(stream: IO[bytes], message: Any) -> None:
-    _write(stream, _encode(message))
-
-
-def _encode(message: Any) -> bytes:
-    return pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def _write(stream: IO[bytes], data: bytes) -> None:
-    for part in (_HEADER.pack(len(data)), data):
-        view = memoryview(part)
-        while view:  # an unbuffered stream may take part of it per call
-            view = view[stream.write(view) or 0 :]
-    stream.flush()
-
-
-def _recv(stream: IO[bytes]) -> Any:
-    head = stream.read(_HEADER.size)
-    if len(head) < _HEADER.size:
-        return None
-    (size,) = _HEADER.unpack(head)
-    data = stream.read(size)
-    if len(data) < size:
-        return None
-    return pickle.loads(data)
