@@ -7,8 +7,11 @@ The package holds four kinds of thing:
   share), ``pooling``, ``windows``, ``attention`` (isolated landmarks), ``untrained``;
 * ``models/``: finding and loading models (registry, loading policy, LoRA merge, split-zip
   weights, weight fingerprints, the process's shared encoders);
-* ``runtime/``: process settings for CPU encoding (OpenMP wait policy, glibc mmap
-  threshold, concurrent batches, bf16 autocast, int8);
+* ``runtime/``: how the encoder runs: the host side of a call (``planning``: documents into
+  groups of padded batches, here or in preparation worker processes) and the device side
+  (``scheduler``: launches, deferred reads, out-of-memory halving, compiled-model recovery),
+  and process settings for CPU encoding (OpenMP wait policy, glibc mmap threshold,
+  concurrent batches, bf16 autocast, int8);
 * ``export/``: the query network exported to ONNX for a cold query without torch.
 
 ``LandmarkEncoder`` (and with it torch and transformers) is imported on first use, so that

@@ -2,76 +2,48 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import time
-from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from landmark_rag.encode.batching import BatchArrays, batch_jobs, coalesce, pack_arrays, plan_batches
 from landmark_rag.encode.config import LandmarkConfig, Pooling
-from landmark_rag.encode.layout import Job, Layout, token_id
+from landmark_rag.encode.layout import FromLayout, Layout, token_id
 from landmark_rag.encode.models.fingerprint import weights_fingerprint
 from landmark_rag.encode.models.loading import load_pretrained
 from landmark_rag.encode.pooling import last_hidden, pool_gathered
-from landmark_rag.encode.prepare import measure_documents
+from landmark_rag.encode.runtime import planning, scheduler
 from landmark_rag.encode.runtime import process as prepare_process
 from landmark_rag.encode.runtime.describe import RuntimeInfo
 from landmark_rag.encode.runtime.describe import describe as describe_runtime
 from landmark_rag.encode.runtime.malloc import pin_mmap_threshold
 from landmark_rag.encode.runtime.padding import broadcast_padding_dtype, mask_optional
-from landmark_rag.encode.runtime.parallel import auto_workers, run_batches
+from landmark_rag.encode.runtime.planning import GroupPlanner, Input, PreparedDocuments, Sizes, chars, document_inputs
+from landmark_rag.encode.runtime.planning import take_ready as _take_ready
 from landmark_rag.encode.runtime.precision import autocast
 from landmark_rag.encode.runtime.prefetch import Prefetch
+from landmark_rag.encode.runtime.scheduler import DeviceScheduler, GroupPlan, Launched, Packed
+from landmark_rag.encode.runtime.scheduler import pack as _pack  # noqa: F401 - re-exported: callers pack batches by this name
 from landmark_rag.encode.untrained import warn_untrained_landmark
 from landmark_rag.progress import bar_options
 from landmark_rag.segment import Segmenter, segment_sentences
-from landmark_rag.segment.segment import sentence_spans
-from landmark_rag.segment.spans import sentences_at
 from landmark_rag.segment.tokens import text_tokenizer
 from landmark_rag.types import EncodedDocument, Sentence
 
-logger = logging.getLogger(__name__)
-
-#: Tokens per group of documents encoded together; bounds memory in encode_documents. Not
-#: the write path's ``ingest.write.GROUP_TOKENS``: that smaller bound is what one call here
-#: gets, for fine-grained progress and interruption.
-_GROUP_TOKENS = 1 << 17
-#: Characters (and documents) whose sentences are tokenised in one tokenizer call.
-_PREPARE_CHARS = 1 << 18
-_PREPARE_DOCS = 256
-#: Characters of documents a preparation worker makes into one group on a CPU: at most about
-#: 32k tokens (a batch never spans groups), fewer when a call would otherwise give some workers
-#: nothing or one worker the last long task, never under about 8k tokens (a group's own costs).
-_TASK_CHARS = 1 << 17
-#: The same bound on CUDA: about 128k tokens. There the thread that launches the
-#: forward passes sets the pace, and it spends about as much on a small group (planning,
-#: launching, scattering its vectors) as on a large one; on an H100 groups of 262k-524k
-#: characters indexed 2.9 M tokens/s against 2.6 M for 131k (benchmarks.md).
-_CUDA_TASK_CHARS = 1 << 19
-_MIN_TASK_CHARS = 1 << 15
-#: Groups a call is cut into per worker, at least, where the bound on a group's size allows.
-_TASKS_PER_WORKER = 3
-#: Groups in flight per preparation worker beyond the one awaited (bounds what is held).
-_PREPARE_AHEAD = 2
-
-
-class _FromLayout:
-    """A read-only encoder attribute: the field of the same name of ``encoder.layout``."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, encoder: Any, owner: type | None = None) -> Any:
-        return self if encoder is None else getattr(encoder.layout, self.name)
+# The sizes of an encode_documents call's pieces (``runtime.planning`` says what each bounds
+# and why it is what it is), read from this module when a call starts: a benchmark tries
+# others by setting them here.
+_GROUP_TOKENS = planning.GROUP_TOKENS
+_TASK_CHARS = planning.TASK_CHARS
+_CUDA_TASK_CHARS = planning.CUDA_TASK_CHARS
+_MIN_TASK_CHARS = planning.MIN_TASK_CHARS
+_TASKS_PER_WORKER = planning.TASKS_PER_WORKER
 
 
 class LandmarkEncoder:
@@ -87,15 +59,15 @@ class LandmarkEncoder:
     through to it.
     """
 
-    causal = _FromLayout()
-    lmk_id = _FromLayout()
-    pad_id = _FromLayout()
-    max_length = _FromLayout()
-    budget = _FromLayout()
-    overlap = _FromLayout()
-    max_sentence_tokens = _FromLayout()
-    prefix_ids = _FromLayout()
-    suffix_ids = _FromLayout()
+    causal = FromLayout()
+    lmk_id = FromLayout()
+    pad_id = FromLayout()
+    max_length = FromLayout()
+    budget = FromLayout()
+    overlap = FromLayout()
+    max_sentence_tokens = FromLayout()
+    prefix_ids = FromLayout()
+    suffix_ids = FromLayout()
 
     def __init__(self, model: Any, tokenizer: Any, config: LandmarkConfig, *, device: torch.device) -> None:
         self.model = model.eval()
@@ -298,7 +270,7 @@ class LandmarkEncoder:
         :meth:`auto_batch_tokens` (from free device memory). ``show_progress=None`` shows the
         bar only once the call has run a few seconds (``landmark_rag.progress``).
         """
-        inputs = _inputs(texts, doc_ids, sentences, "encode_documents")
+        inputs = document_inputs(texts, doc_ids, sentences, "encode_documents")
         n = len(inputs)
         if batch_tokens is None and self.device.type == "cuda":
             batch_tokens = self.auto_batch_tokens()
@@ -311,7 +283,8 @@ class LandmarkEncoder:
         # on the device (``Prefetch``: order kept, errors raised where they occur)
         planned = self._planned_groups(inputs, batch_size, batch_tokens, segmenter, pool=pool)
         with Prefetch(planned, depth=1, thread=several or pool > 0) as groups:
-            for done in self._encode_groups(groups):
+            # on an accelerator a group is finished only once the next one's batches are launched
+            for done in scheduler.pipelined(groups, self._launch_group):
                 results.extend(done)
                 tokens_done += sum(d.tokens or 0 for d in done)
                 # postfix first without a redraw: the update draws it, and only once the bar is due
@@ -342,7 +315,7 @@ class LandmarkEncoder:
         memory on CUDA): prepare a stream a bounded slice at a time, as the write path does
         (about 16k tokens a call); ``encode_documents`` bounds its memory by itself.
         """
-        inputs = _inputs(texts, doc_ids, sentences, "prepare_documents")
+        inputs = document_inputs(texts, doc_ids, sentences, "prepare_documents")
         if batch_tokens is None and self.device.type == "cuda":
             batch_tokens = self.auto_batch_tokens()
         pool = self._pool_size(inputs, segmenter)
@@ -351,33 +324,19 @@ class LandmarkEncoder:
     def encode_prepared(self, prepared: PreparedDocuments) -> list[EncodedDocument]:
         """The device half of :meth:`encode_documents`: forward, pool, normalise and copy back
         the batches :meth:`prepare_documents` made, one result per document, in order."""
-        results: list[EncodedDocument] = []
-        for done in self._encode_groups(prepared.groups):
-            results.extend(done)
-        return results
+        return [doc for done in scheduler.pipelined(prepared.groups, self._launch_group) for doc in done]
 
     def _planned_groups(
-        self,
-        inputs: list[_Input],
-        batch_size: int,
-        batch_tokens: int | None,
-        segmenter: Segmenter | None,
-        *,
-        pool: int,
-    ) -> Iterator[_GroupPlan]:
-        """``inputs`` prepared, grouped by tokens and packed into batches, group by group: in
-        ``pool`` worker processes (``encode.runtime.process``; :meth:`_pool_size`) where there
-        are any, else here."""
+        self, inputs: list[Input], batch_size: int, batch_tokens: int | None, segmenter: Segmenter | None, *, pool: int
+    ) -> Iterator[GroupPlan]:
+        """``inputs`` prepared, grouped by tokens and packed into batches, group by group
+        (``runtime.planning``): in ``pool`` worker processes (``encode.runtime.process``;
+        :meth:`_pool_size`) where there are any, else here. A generator, so that the workers are
+        asked for where the groups are made: on the producer thread of ``encode_documents``."""
         workers = prepare_process.shared_workers(pool) if pool else []
-        if workers:
-            yield from self._pooled_groups(inputs, workers, batch_size, batch_tokens)
-            return
-        docs = self._prepare_all(inputs, segmenter)
-        group_tokens = max(_GROUP_TOKENS, batch_tokens or 0)
-        for group, tokens in _groups(docs, group_tokens):
-            yield self._plan_group(group, tokens, batch_size, batch_tokens)
+        yield from self._planner().planned(inputs, batch_size, batch_tokens, segmenter, workers)
 
-    def _pool_size(self, inputs: list[_Input], segmenter: Segmenter | None) -> int:
+    def _pool_size(self, inputs: list[Input], segmenter: Segmenter | None) -> int:
         """How many preparation workers a call goes to (0: none): a call large enough to share
         among them, of documents the default segmenter splits, where workers are wanted at all."""
         if segmenter is not None or any(given is not None for _, _, given in inputs) or not _several_tasks(inputs):
@@ -385,189 +344,34 @@ class LandmarkEncoder:
         return prepare_process.pool_size(self.prepare_process, self.prepare_workers, self.device.type != "cpu")
 
     def auto_batch_tokens(self) -> int:
-        """Padded tokens per batch on a CUDA device when the caller gives no ``batch_tokens``.
+        """Padded tokens per batch on a CUDA device when the caller gives no ``batch_tokens``:
+        from the device's free memory and the model's size (``scheduler.auto_batch_tokens``
+        has the rule). A batch that still runs out of memory is retried in halves."""
+        return scheduler.auto_batch_tokens(self.model.config, self.device, self.max_length)
 
-        The rule: a quarter of the device's free memory, divided by an upper estimate of
-        what one token of a window holds at once in a forward pass (fp32-sized: 12 hidden
-        vectors, 2 feed-forward intermediates, and one row of attention scores per head for
-        a model without memory-efficient attention), between one window and ``1 << 18``
-        tokens (beyond that a batch gets no faster per token). A batch that still runs out of
-        memory is retried in halves."""
-        cfg = self.model.config
-        hidden = int(getattr(cfg, "hidden_size", 1024))
-        inter = int(getattr(cfg, "intermediate_size", None) or 4 * hidden)
-        heads = int(getattr(cfg, "num_attention_heads", 16))
-        per_token = 4 * (12 * hidden + 2 * inter + heads * self.max_length)
-        free, _total = torch.cuda.mem_get_info(self.device)
-        # blocks torch's allocator holds but no tensor uses are free for a batch too
-        free += torch.cuda.memory_reserved(self.device) - torch.cuda.memory_allocated(self.device)
-        return int(min(max(free // 4 // per_token, self.max_length), 1 << 18))
-
-    def _prepare_all(
-        self, docs: Iterable[tuple[str, str | None, Sequence[Sentence] | None]], segmenter: Segmenter | None
-    ) -> Iterator[_Document]:
-        """Documents ready to lay out, in order, their sentences tokenised a chunk of documents
-        at a time (one tokenizer call for many short documents)."""
-        for chunk in _chunks(docs):
-            yield from self._prepare(chunk, segmenter)
-
-    def _pooled_groups(
-        self, inputs: list[_Input], workers: list[prepare_process.PreparationWorker], batch_size: int,
-        batch_tokens: int | None,
-    ) -> Iterator[_GroupPlan]:
-        """Groups of up to :attr:`_task_chars` characters, each prepared by a worker up to
-        :data:`_PREPARE_AHEAD` groups a worker ahead of the one awaited, and here when no worker
-        is ready, a text is not a str (its error is raised here, when its group is due), or the
-        worker ended first (logged once). In order, whichever worker finishes first."""
-        tt = text_tokenizer(self.tokenizer)
-        layout = self.layout.portable()
-        pending: deque[tuple[list[_Input], Future[Any] | None]] = deque()
-        warned = False
-
-        def receive() -> list[_GroupPlan]:
-            nonlocal warned
-            chunk, future = pending.popleft()
-            if future is not None:
-                try:
-                    ready = [(chunk, *future.result())]
-                except prepare_process.WorkerGone as exc:  # nothing lost: this group is prepared here
-                    if not warned:
-                        logger.warning("%s; preparing its documents here", exc)
-                        warned = True
-                else:
-                    if self._deferred and batch_tokens:
-                        _take_ready(ready, pending, batch_tokens)
-                    return [self._plan_from_ready(ready, batch_tokens)]
-            docs = self._prepare(chunk, None)
-            return [self._plan_group(g, t, batch_size, batch_tokens) for g, t in _groups(docs, _GROUP_TOKENS)]
-
-        def submit(chunk: list[_Input]) -> Future[Any] | None:
-            """``chunk`` handed to the least busy worker that is ready (``None``: prepared here)."""
-            if not all(isinstance(text, str) for text, _, _ in chunk):
-                return None
-            ready = [(w.pending, i, w, key) for i, w in enumerate(workers) if (key := w.tokenizer_key(tt))]
-            if not ready:
-                return None
-            _, _, worker, key = min(ready, key=lambda r: (r[0], r[1]))
-            # a subclass of str (the caller's own) would not unpickle there
-            texts = [text if type(text) is str else str.__str__(text) for text, _, _ in chunk]
-            return worker.submit(prepare_process.TASK, key, texts, layout, batch_size, batch_tokens)
-
-        per_task = _chars(inputs) // (_TASKS_PER_WORKER * len(workers))
-        chunks = _chunks(inputs, min(self._task_chars, max(_MIN_TASK_CHARS, per_task)))
-
-        def top_up() -> None:
-            # a chunk prepared here is prepared when its turn comes, not queued behind others:
-            # the chunks after it then look again for a worker that has come up meanwhile
-            while len(pending) <= _PREPARE_AHEAD * len(workers) and not (pending and pending[-1][1] is None):
-                chunk = next(chunks, None)
-                if chunk is None:
-                    return
-                pending.append((chunk, submit(chunk)))
-
-        top_up()
-        while pending:
-            plans = receive()
-            top_up()  # before the group goes on: the workers keep their share while it runs
-            yield from plans
-
-    def _plan_from_ready(self, ready: list[_Prepared], batch_tokens: int | None) -> _GroupPlan:
-        """One group from the consecutive groups workers prepared (:func:`_take_ready`), their
-        batches joined up to ``batch_tokens`` (``batching.coalesce``): fewer, larger passes."""
-        if len(ready) == 1 or not batch_tokens:
-            return self._plan_from_arrays(*ready[0])
-        batches = coalesce([(b, len(chunk)) for chunk, _, _, b in ready], batch_tokens, self.pad_id)
-        chunk = [doc for c, _, _, _ in ready for doc in c]
-        docs = [doc for _, d, _, _ in ready for doc in d]
-        return self._plan_from_arrays(chunk, docs, sum(laid for _, _, laid, _ in ready), batches)
-
-    def _plan_from_arrays(
-        self, chunk: list[_Input], docs: list[tuple[np.ndarray, int]], laid: int, batches: list[BatchArrays]
-    ) -> _GroupPlan:
-        """A group a worker prepared: its sentences rebuilt from their spans, its batches as tensors."""
-        out = [
-            _Document(text, doc_id, sentences_at(text, spans.tolist(), doc_id), [], tokens)
-            for (text, doc_id, _), (spans, tokens) in zip(chunk, docs, strict=True)
-        ]
-        pin = self.device.type == "cuda"
-        return _GroupPlan(out, laid, [_tensors(b, pin) for b in batches])
-
-    def _prepare(self, chunk: list[_Input], segmenter: Segmenter | None) -> list[_Document]:
-        """Documents' sentences (given, or segmented here) and their token ids.
-
-        Segmentation measures each sentence as the layout tokenises it (``encode.prepare``),
-        so that one tokenisation gives both the cut decision and the layout's ids; only the
-        pieces of a cut sentence are tokenised again."""
-        sentence_lists: list[list[Sentence]] = []
-        for text, doc_id, sentences in chunk:
-            if not isinstance(text, str):
-                raise TypeError(f"document texts must be str, got {type(text).__name__}")
-            if sentences is not None:
-                sents = [s if s.doc_id == doc_id else s.with_doc_id(doc_id) for s in sentences]
-            else:
-                sents = sentence_spans(text, segmenter, doc_id)
-            _check_sentences(text, sents)
-            sentence_lists.append(sents)
-        measured = measure_documents(
-            [text for text, _, _ in chunk], sentence_lists, self.tokenizer, self.max_sentence_tokens, self.causal,
-            cut=[given is None for _, _, given in chunk], doc_ids=[doc_id for _, doc_id, _ in chunk],
+    # ------------------------------------------------------------------ the two sides of a call
+    def _planner(self) -> GroupPlanner:
+        """The host side of a call (``runtime.planning``), with this module's sizes for this
+        device as they are when the call starts."""
+        sizes = Sizes(
+            group_tokens=_GROUP_TOKENS, task_chars=self._task_chars, min_task_chars=_MIN_TASK_CHARS,
+            tasks_per_worker=_TASKS_PER_WORKER,
         )
-        return [
-            _Document(text, doc_id, sents, self.layout.cap_ids(ids), sum(len(x) for x in ids))
-            for (text, doc_id, _), (sents, ids) in zip(chunk, measured, strict=True)
-        ]
-
-    def _plan_group(
-        self, group: list[_Document], tokens: int, batch_size: int, batch_tokens: int | None
-    ) -> _GroupPlan:
-        """A group's windows, sorted by length, cut into batches and padded (the host work;
-        ``batching.plan_batches``, which preparation workers run too)."""
-        batches = plan_batches(self.layout, [doc.toks for doc in group], batch_size, batch_tokens)
         pin = self.device.type == "cuda"
-        return _GroupPlan(group, tokens, [_tensors(b, pin) for b in batches])
+        return GroupPlanner(self.layout, self.tokenizer, sizes, pin=pin, join=self._deferred, take_ready=_take_ready)
 
-    def _pack_jobs(self, jobs: list[Job], batch_size: int, batch_tokens: int | None, mean: bool) -> list[_Packed]:
-        pin = self.device.type == "cuda"
-        return [_pack(batch, self.pad_id, pin, mean) for batch in batch_jobs(jobs, batch_size, batch_tokens)]
+    def _scheduler(self) -> DeviceScheduler:
+        """The device side (``runtime.scheduler``), on this encoder's settings as they are now:
+        it holds only references, so one is made whenever a group or a call is due."""
+        return DeviceScheduler(
+            self._forward_pool, self._forward_pool_device, self, device=self.device, dim=self.dim,
+            pad_id=self.pad_id, workers=self.workers, deferred=self._deferred,
+        )
 
-    def _encode_groups(self, plans: Iterable[_GroupPlan]) -> Iterator[list[EncodedDocument]]:
-        """Each group's documents, in order; on an accelerator a group is finished (its vectors
-        waited for) only once the next one's batches are launched, so the device always has the
-        next group's work queued while the host gathers the last group's results."""
-        launched: deque[_Launched] = deque()
-        for plan in plans:
-            launched.append(self._launch_group(plan))
-            if len(launched) > 1:
-                yield self._finish_group(launched.popleft())
-        while launched:
-            yield self._finish_group(launched.popleft())
-
-    def _launch_group(self, plan: _GroupPlan) -> _Launched:
-        """A group's batches under way: on CPU run to the end here (batches in parallel,
-        ``runtime.parallel``); on an accelerator launched without waiting for any (their
-        vectors copied back into pinned memory as they are ready, ``_launch_batch``)."""
-        outs = [np.zeros((len(doc.sentences), self.dim), dtype=np.float32) for doc in plan.docs]
-        mode = self.layout.pooling.reduction
-        if not self._deferred:
-            self._run_packed(plan.batches, outs, mode, documents=True)
-            return _Launched(plan, outs, [])
-        in_flight = []
-        for batch in plan.batches:
-            launched = self._launch_batch(batch, outs, mode)
-            if launched is not None:
-                in_flight.append(launched)
-        return _Launched(plan, outs, in_flight)
-
-    def _finish_group(self, launched: _Launched) -> list[EncodedDocument]:
-        plan, outs, in_flight = launched
-        for batch, host, ready in in_flight:
-            if ready is not None:
-                ready.synchronize()
-            _scatter(batch, host.numpy(), outs)
-        return [
-            EncodedDocument(text=doc.text, sentences=doc.sentences, embeddings=out, doc_id=doc.doc_id, tokens=doc.tokens)
-            for doc, out in zip(plan.docs, outs, strict=True)
-        ]
+    def _launch_group(self, plan: GroupPlan) -> Launched:
+        """A group's batches under way (``DeviceScheduler.launch``): run to the end on a CPU,
+        launched without waiting on an accelerator."""
+        return self._scheduler().launch(plan, self.layout.pooling.reduction)
 
     @property
     def _deferred(self) -> bool:
@@ -585,77 +389,8 @@ class LandmarkEncoder:
         the launching thread; elsewhere the CPU's."""
         return _CUDA_TASK_CHARS if self.device.type == "cuda" else _TASK_CHARS
 
-    def _launch_batch(
-        self, batch: _Packed, outs: list[np.ndarray], mode: Pooling
-    ) -> tuple[_Packed, torch.Tensor, Any] | None:
-        """``batch`` launched: ``(batch, its vectors in host memory once ready, the event that
-        says when)``; ``None`` when it was run to the end at once instead (out of memory, or a
-        compiled model that failed: :meth:`_forward_or_recover`)."""
-        vecs = self._forward_or_recover(self._forward_pool_device, batch, outs, mode, documents=True)
-        if vecs is None:
-            return None
-        if vecs.device.type == "cpu":
-            return batch, vecs, None
-        host = torch.empty(vecs.shape, dtype=vecs.dtype, pin_memory=True)
-        host.copy_(vecs, non_blocking=True)
-        ready = torch.cuda.Event()
-        # on the stream the copy was queued on: the encoder's device, which need not be the
-        # current one (an encoder on cuda:1 in a process whose current device is cuda:0)
-        ready.record(torch.cuda.current_stream(vecs.device))
-        return batch, host, ready
-
-    def _run_jobs(
-        self, jobs: list[Job], batch_size: int, outs: list[np.ndarray], mode: Pooling, show_progress: bool = False,
-        documents: bool = False, batch_tokens: int | None = None,
-    ) -> None:
-        """Pool every job into ``outs`` (rows L2-normalised)."""
-        packed = self._pack_jobs(jobs, batch_size, batch_tokens, mode == Pooling.MEAN)
-        self._run_packed(packed, outs, mode, show_progress, documents)
-
-    def _run_packed(
-        self, batches: list[_Packed], outs: list[np.ndarray], mode: Pooling, show_progress: bool = False,
-        documents: bool = False,
-    ) -> None:
-        bar = tqdm(total=len(batches), desc="batches", disable=not show_progress)
-        workers = self.workers if self.workers is not None else auto_workers(self.device)
-        if self.device.type != "cpu":
-            workers = 1
-
-        def one(batch: _Packed) -> None:
-            self._run_batch(batch, outs, mode, documents)  # rows of outs are disjoint per job
-            bar.update(1)
-
-        run_batches(batches, one, workers)
-        bar.close()
-
-    def _run_batch(self, batch: _Packed, outs: list[np.ndarray], mode: Pooling, documents: bool = False) -> None:
-        pooled = self._forward_or_recover(self._forward_pool, batch, outs, mode, documents)
-        if pooled is not None:
-            _scatter(batch, pooled, outs)
-
-    def _forward_or_recover(
-        self, forward: Any, batch: _Packed, outs: list[np.ndarray], mode: Pooling, documents: bool
-    ) -> Any:
-        """``forward(batch, mode, model, documents)``; ``None`` when the batch had to be run
-        otherwise, its vectors then already in ``outs``: out of memory, in halves
-        (:meth:`_run_halves`); a compiled model that failed, again without it."""
-        model = self.document_model if documents else None
-        out_of_memory = False
-        try:
-            return forward(batch, mode, model, documents)
-        except torch.OutOfMemoryError:
-            out_of_memory = True  # run below, once the failed attempt's tensors are let go
-        except Exception as exc:  # e.g. inductor without a C++ compiler
-            if model is None:
-                raise
-            self._drop_compiled(exc)
-        if out_of_memory:
-            self._run_halves(batch, outs, mode, documents)
-        else:
-            self._run_batch(batch, outs, mode, documents)
-        return None
-
-    def _forward_pool(self, batch: _Packed, mode: Pooling, model: Any = None, documents: bool = False) -> np.ndarray:
+    # ------------------------------------------------------------------ the model on one batch
+    def _forward_pool(self, batch: Packed, mode: Pooling, model: Any = None, documents: bool = False) -> np.ndarray:
         """Run one padded batch, pool and L2-normalise it on the device (``encode.pooling``, the
         pooling training runs too, as one gather): one copy in each direction.
 
@@ -663,30 +398,9 @@ class LandmarkEncoder:
         ``encode.runtime.precision``); queries always run as loaded."""
         return self._forward_pool_device(batch, mode, model, documents).cpu().numpy()
 
-    def _run_halves(self, batch: _Packed, outs: list[np.ndarray], mode: Pooling, documents: bool) -> None:
-        """``batch``, which ran out of device memory, run again as two halves (each halved again
-        while it does not fit; a single window is tried once more, then its error raised)."""
-        if self.device.type == "cuda":
-            torch.cuda.empty_cache()
-        jobs = batch.jobs
-        if len(jobs) == 1:  # what the cache held may be all it lacked; a second failure is the answer
-            _scatter(batch, self._forward_pool(batch, mode, self.document_model if documents else None, documents), outs)
-            return
-        half = len(jobs) // 2
-        logger.warning("out of memory on a batch of %d windows; retrying in halves", len(jobs))
-        pin = self.device.type == "cuda"
-        mean = batch.spans is not None
-        self._run_batch(_pack(jobs[:half], self.pad_id, pin, mean), outs, mode, documents)
-        self._run_batch(_pack(jobs[half:], self.pad_id, pin, mean), outs, mode, documents)
-
-    def _drop_compiled(self, exc: Exception) -> None:
-        # compiling is an optimisation the user asked for, not a reason to lose the run
-        logger.warning("torch.compile failed (%s: %s); encoding on without it", type(exc).__name__, exc)
-        self.document_model = None
-
     @torch.inference_mode()
     def _forward_pool_device(
-        self, batch: _Packed, mode: Pooling, model: Any = None, documents: bool = False
+        self, batch: Packed, mode: Pooling, model: Any = None, documents: bool = False
     ) -> torch.Tensor:
         """:meth:`_forward_pool`'s vectors, still on the device (nothing waited for)."""
         model = model if model is not None else self.model
@@ -720,7 +434,8 @@ class LandmarkEncoder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         out = [np.zeros((len(texts), self.dim), dtype=np.float32)]
-        self._run_jobs(self.layout.query_jobs(texts), batch_size, out, self.layout.query_pooling, show_progress)
+        jobs = self.layout.query_jobs(texts)
+        self._scheduler().run_jobs(jobs, batch_size, out, self.layout.query_pooling, show_progress)
         return out[0]
 
     def encode_texts(
@@ -759,201 +474,16 @@ class LandmarkEncoder:
         )
 
 
-#: A document as ``encode_documents`` is given it: text, id, its own sentences (or ``None``).
-_Input = tuple[str, str | None, Sequence[Sentence] | None]
-
-
-#: A group as a preparation worker hands it back: its documents, then what
-#: ``runtime.process.TASK`` returns for them (each one's sentence spans and token count, the
-#: group's laid-out tokens, its padded batches).
-_Prepared = tuple[list[_Input], list[tuple[np.ndarray, int]], int, list[BatchArrays]]
-
-
-def _take_ready(
-    ready: list[_Prepared], pending: deque[tuple[list[_Input], Future[Any] | None]], batch_tokens: int
-) -> None:
-    """Move onto ``ready`` the groups at the head of ``pending`` that workers have already
-    prepared, while all of them together stay within ``batch_tokens`` padded tokens.
-
-    Only groups already done are taken, so nothing waits for them: when the device side is the
-    slower one, groups pile up prepared and are launched as one pass; when the workers are,
-    each group goes alone as soon as it is ready."""
-    size = sum(_padded(b) for _, _, _, batches in ready for b in batches)
-    while pending:
-        chunk, future = pending[0]
-        if future is None or not future.done() or future.cancelled() or future.exception() is not None:
-            return
-        docs, laid, batches = future.result()
-        size += sum(_padded(b) for b in batches)
-        if size > batch_tokens:
-            return
-        pending.popleft()
-        ready.append((chunk, docs, laid, batches))
-
-
-def _padded(batch: BatchArrays) -> int:
-    return int(batch.ids.shape[0] * batch.ids.shape[1])
-
-
-def _chunks(docs: Iterable[_Input], max_chars: int | None = None) -> Iterator[list[_Input]]:
-    """Consecutive documents, ``max_chars`` (default :data:`_PREPARE_CHARS`) characters or
-    :data:`_PREPARE_DOCS` documents at a time: what one tokenizer call (or one worker's
-    group) takes."""
-    limit = _PREPARE_CHARS if max_chars is None else max_chars
-    chunk: list[_Input] = []
-    chars = 0
-    for doc in docs:
-        chunk.append(doc)
-        chars += len(doc[0]) if isinstance(doc[0], str) else 0
-        if chars >= limit or len(chunk) >= _PREPARE_DOCS:
-            yield chunk
-            chunk, chars = [], 0
-    if chunk:
-        yield chunk
-
-
-def _chars(inputs: list[_Input]) -> int:
-    return sum(len(t) for t, _, _ in inputs if isinstance(t, str))
-
-
-def _several_groups(inputs: list[_Input], batch_tokens: int | None) -> bool:
+def _several_groups(inputs: list[Input], batch_tokens: int | None) -> bool:
     """Whether a call is larger than one group of documents (about 4 characters a token): a
     smaller one has nothing to overlap."""
-    return _chars(inputs) > 4 * max(_GROUP_TOKENS, batch_tokens or 0)
+    return chars(inputs) > 4 * max(_GROUP_TOKENS, batch_tokens or 0)
 
 
-def _several_tasks(inputs: list[_Input]) -> bool:
+def _several_tasks(inputs: list[Input]) -> bool:
     """Whether a call has work for more than one preparation worker (a group each): a smaller
     one would wait for a process to do what this one does as fast."""
-    return _chars(inputs) > 2 * min(_TASK_CHARS, _MIN_TASK_CHARS)
-
-
-def _inputs(
-    texts: Sequence[str],
-    doc_ids: Sequence[str | None] | None,
-    sentences: Sequence[Sequence[Sentence] | None] | None,
-    caller: str,
-) -> list[_Input]:
-    """The (text, doc_id, given sentences) triples of a documents call, lengths checked."""
-    if isinstance(texts, str):
-        raise TypeError(f"{caller} takes a list of texts; use encode_document for one")
-    n = len(texts)
-    ids = list(doc_ids) if doc_ids is not None else [None] * n
-    given = list(sentences) if sentences is not None else [None] * n
-    if len(ids) != n or len(given) != n:
-        raise ValueError("texts, doc_ids and sentences must have the same length")
-    return list(zip(texts, ids, given, strict=True))
-
-
-class _Document(NamedTuple):
-    """A document ready to lay out: its sentences and their token ids."""
-
-    text: str
-    doc_id: str | None
-    sentences: list[Sentence]
-    toks: list[np.ndarray]
-    tokens: int  # text tokens as tokenised, before any cap (``EncodedDocument.tokens``)
-
-
-class _Packed(NamedTuple):
-    """One batch ready for the device: padded ids and mask, and the pooling index."""
-
-    arrays: BatchArrays  # the batch on the host: its rows' documents and sentences (and jobs again)
-    ids: torch.Tensor  # int64 [rows, width] (pinned on CUDA)
-    mask: torch.Tensor  # int64 [rows, width]
-    # not named ``index``: a NamedTuple field of that name would hide tuple.index
-    gather: torch.Tensor  # int64 [3, pooled]: row, span start, span end per pooled sentence, in row order
-    padded: bool  # whether any row is shorter than the batch (read on the host: no device sync)
-    spans: torch.Tensor | None  # int64 [2, tokens]: mean pooling's token index (``batching.span_tokens``)
-
-    @property
-    def jobs(self) -> list[Job]:
-        return self.arrays.jobs()
-
-
-def _scatter(batch: _Packed, pooled: np.ndarray, outs: list[np.ndarray]) -> None:
-    """A batch's pooled vectors into their documents' rows (rows of ``outs`` are disjoint per job)."""
-    arrays = batch.arrays
-    bounds = arrays.row_bounds()
-    for doc, a, b in zip(arrays.docs.tolist(), bounds[:-1], bounds[1:], strict=True):
-        outs[doc][arrays.sentences[a:b]] = pooled[a:b]
-
-
-class _Launched(NamedTuple):
-    """A group whose batches are under way: its vectors land in ``outs`` once each batch in
-    flight is ready (``(batch, vectors in host memory, the event to wait for or None)``)."""
-
-    plan: _GroupPlan
-    outs: list[np.ndarray]
-    in_flight: list[tuple[_Packed, torch.Tensor, Any]]
-
-
-class _GroupPlan(NamedTuple):
-    docs: list[_Document]
-    tokens: int
-    batches: list[_Packed]
-
-
-class PreparedDocuments(NamedTuple):
-    """Documents made ready for the device by :meth:`LandmarkEncoder.prepare_documents`:
-    their sentences and padded batches (pinned on CUDA). Hand it to
-    :meth:`LandmarkEncoder.encode_prepared` of the same encoder; its contents are internal."""
-
-    groups: list[_GroupPlan]
-
-    @property
-    def documents(self) -> int:
-        return sum(len(g.docs) for g in self.groups)
-
-    @property
-    def tokens(self) -> int:
-        """Text tokens of all documents, as tokenised (``EncodedDocument.tokens`` summed)."""
-        return sum(g.tokens for g in self.groups)
-
-
-def _pack(jobs: list[Job], pad_id: int, pin: bool, mean: bool = False) -> _Packed:
-    """``jobs`` padded into one batch (``batching.pack_arrays``) as tensors; ``mean``: with the
-    token index mean pooling adds up (without it, pooling builds the index from the gather
-    index, copied to the host and back)."""
-    return _tensors(pack_arrays(jobs, pad_id, mean), pin)
-
-
-def _tensors(arrays: BatchArrays, pin: bool) -> _Packed:
-    """A batch's arrays as tensors, copied into pinned memory when ``pin`` (a CUDA copy that
-    does not block), else sharing the arrays' memory."""
-    width = arrays.ids.shape[1]
-    mask = np.less(np.arange(width)[None, :], arrays.lengths[:, None]).astype(np.int64)
-
-    def tensor(x: np.ndarray) -> torch.Tensor:
-        t = torch.from_numpy(x)
-        return t.pin_memory() if pin else t
-
-    ids, gather = tensor(arrays.ids), tensor(arrays.gather)
-    spans = tensor(arrays.spans) if arrays.spans is not None else None
-    # the host's view of the batch reads the pinned copies: the arrays it came as can go
-    arrays = arrays._replace(ids=ids.numpy(), gather=gather.numpy(), spans=spans.numpy() if spans is not None else None)
-    return _Packed(arrays, ids, tensor(mask), gather, arrays.padded, spans)
-
-
-def _groups(docs: Iterable[_Document], group_tokens: int = _GROUP_TOKENS) -> Iterator[tuple[list[_Document], int]]:
-    """Consecutive documents in groups of about ``group_tokens`` tokens, with each group's
-    token count (memory stays bounded however many or however long the documents are)."""
-    group: list[_Document] = []
-    tokens = 0
-    for doc in docs:
-        group.append(doc)
-        tokens += sum(len(t) for t in doc.toks)
-        if tokens >= group_tokens:
-            yield group, tokens
-            group, tokens = [], 0
-    if group:
-        yield group, tokens
-
-
-def _check_sentences(text: str, sentences: Iterable[Sentence]) -> None:
-    for s in sentences:
-        if not (0 <= s.start <= s.end <= len(text)):
-            raise ValueError(f"sentence {s.index} span ({s.start}, {s.end}) lies outside the document")
+    return chars(inputs) > 2 * min(_TASK_CHARS, _MIN_TASK_CHARS)
 
 
 def _normalise(x: np.ndarray) -> np.ndarray:

@@ -216,6 +216,17 @@ class Layout:
         return np.asarray(self.prefix_ids, dtype=np.int64), np.asarray(self.suffix_ids, dtype=np.int64)
 
 
+class FromLayout:
+    """A read-only attribute of an object that holds a ``layout`` (``LandmarkEncoder``): the
+    layout's field of the same name, so the layout stays the one place each is decided."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, holder: Any, owner: type | None = None) -> Any:
+        return self if holder is None else getattr(holder.layout, self.name)
+
+
 def sentence_pieces(texts: Sequence[str], spaces: Sequence[str] | None, causal: bool) -> list[str]:
     """The strings tokenised for a document's sentences.
 
