@@ -1,4 +1,5 @@
-"""``landmark-rag eval``: retrieval quality of landmark-rag and its baselines on SQuAD-format data."""
+"""``landmark-rag eval``: retrieval quality of landmark-rag and its baselines on SQuAD-format data,
+or on the long-evidence benchmark when ``--data`` is a long-evidence file."""
 
 from __future__ import annotations
 
@@ -24,14 +25,26 @@ def eval_command(
         "--data",
         exists=True,
         dir_okay=False,
-        help="Any SQuAD-format JSON file (default: the repository's copy, when run from a clone's root).",
+        help="Any SQuAD-format JSON file (default: the repository's copy, when run from a clone's root), or a "
+        "long-evidence file (data/long-evidence/long-evidence-v1.json): the long-evidence benchmark.",
+    ),
+    split: str = typer.Option(
+        "validation", "--split", help="Long-evidence data only: validation (tune here), heldout (report here) or all."
+    ),
+    per_doc: int | None = typer.Option(
+        None, "--questions-per-doc", min=1, help="Long-evidence data only: each document's first N questions."
     ),
     systems: str | None = typer.Option(
         None,
         "--systems",
-        help="Comma-separated: landmark,sentence,chunk200,chunk256,sentence-window,late-chunking,bm25,hybrid (default: all).",
+        help="Comma-separated: landmark,sentence,chunk200,chunk256,chunk512,sentence-window,late-chunking,bm25,hybrid "
+        "(default: all but chunk512; long-evidence data: hybrid,landmark,bm25,chunk256,chunk512,late-chunking,"
+        "sentence-window).",
     ),
-    budgets: str = typer.Option("64,128,256,512", "--budgets", help="Comma-separated context budgets in tokens."),
+    budgets: str | None = typer.Option(
+        None, "--budgets", help="Comma-separated context budgets in tokens (default 64,128,256,512; long-evidence "
+        "data: 256,512,1024)."
+    ),
     expansion: str | None = typer.Option(
         None,
         "--expansion",
@@ -72,13 +85,26 @@ def eval_command(
     for sentence-unit systems, answer coverage at each token budget for every system, and
     indexing speed and size. Progress goes to stderr.
     """
+    from landmark_rag.datasets.longevidence import is_long_evidence_path
     from landmark_rag.evaluation import evaluate
     from landmark_rag.evaluation.report import plot_coverage, to_json
 
+    long_evidence = is_long_evidence_path(data)
     try:
-        budget_list = [int(b) for b in _split(budgets) or []]
+        budget_list = [int(b) for b in _split(budgets or ("256,512,1024" if long_evidence else "64,128,256,512")) or []]
     except ValueError:
         raise typer.BadParameter("budgets must be comma-separated integers", param_hint="--budgets") from None
+    if long_evidence:
+        unsupported = {"--select": select, "--title": titles, "--titles-file": titles_file, "--expansion": expansion,
+                       "--max-questions": max_questions, "--plot": plot}
+        given = [k for k, v in unsupported.items() if v]
+        if given:
+            typer.echo(f"error: {', '.join(given)} do not apply to long-evidence data "
+                       "(use --split, --articles, --questions-per-doc)", err=True)
+            raise typer.Exit(2)
+        _long_evidence(data, split, _split(systems), budget_list, model, base_model, articles, per_doc, device,
+                       batch_size, as_json, quiet)
+        return
     try:
         result = evaluate(
             data,
@@ -108,6 +134,36 @@ def eval_command(
         sys.stdout.flush()
     else:
         _print_tables(result, plot)
+
+
+def _long_evidence(
+    data: Path, split: str, systems: list[str] | None, budgets: list[int], model: str | None,
+    base_model: str | None, articles: int | None, per_doc: int | None, device: str | None, batch_size: int,
+    as_json: bool, quiet: bool,
+) -> None:
+    """The long-evidence benchmark (``landmark_rag.evaluation.longevidence``): its JSON or tables."""
+    from landmark_rag.evaluation.longevidence import evaluate_long_evidence, render_tables
+    from landmark_rag.evaluation.report import to_json
+    from landmark_rag.render.terminal import TerminalConsole, sanitize
+
+    if split not in ("validation", "heldout", "all"):
+        raise typer.BadParameter("expected validation, heldout or all", param_hint="--split")
+    try:
+        result = evaluate_long_evidence(
+            data, systems, budgets, model, split=None if split == "all" else split, max_documents=articles,
+            max_questions_per_doc=per_doc, base_model=base_model, device=device, batch_size=batch_size,
+            show_progress=not quiet,
+        )
+    except ValueError as exc:
+        typer.echo(f"error: {sanitize(str(exc))}", err=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        sys.stdout.write(to_json(result) + "\n")
+        sys.stdout.flush()
+        return
+    console = TerminalConsole() if sys.stdout.isatty() else TerminalConsole(width=140)
+    for table in render_tables(result):
+        console.print(table)
 
 
 def _titles(titles: list[str] | None, titles_file: Path | None) -> list[str] | None:

@@ -173,17 +173,15 @@ def write_long_evidence(path: str | os.PathLike[str], data: LongEvidenceSet) -> 
     ids = [d.doc_id for d in data.documents]
     if len(set(ids)) != len(ids):
         raise ValueError("document ids must be unique")
-    payload = {"format": FORMAT, "version": VERSION, "sources": data.sources,
-               "documents": [_document_json(d) for d in data.documents]}
+    documents = [_document_json(d) for d in data.documents]
+    head = {"format": FORMAT, "version": VERSION, "sources": data.sources}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     # one document per line: a diff of a new version shows which documents changed
     with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-        head = {k: v for k, v in payload.items() if k != "documents"}
         f.write(json.dumps(head, ensure_ascii=False)[:-1] + ', "documents": [\n')
-        for i, doc in enumerate(payload["documents"]):
-            f.write(json.dumps(doc, ensure_ascii=False) + (",\n" if i + 1 < len(ids) else "\n"))
+        f.writelines(json.dumps(doc, ensure_ascii=False) + (",\n" if i + 1 < len(ids) else "\n") for i, doc in enumerate(documents))
         f.write("]}\n")
     tmp.replace(path)
 

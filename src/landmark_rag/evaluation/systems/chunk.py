@@ -49,3 +49,16 @@ class Chunk256System(ChunkSystem):
     unit: ClassVar[Literal["words", "tokens"]] = "tokens"
     size: ClassVar[int] = 256
     overlap: ClassVar[int] = 32
+
+
+class Chunk512System(ChunkSystem):
+    """512-token chunks: the long-evidence benchmark's larger chunk baseline, where a chunk
+    can hold a whole multi-sentence evidence passage. Not in the default ``eval`` list (its
+    figures on the SQuAD benchmark would only repeat chunk256's story at twice the size)."""
+
+    name: ClassVar[str] = "chunk512"
+    description: ClassVar[str] = "512-token chunks, 32-token overlap, embedded alone"
+    unit_kind: ClassVar[str] = "chunk512"
+    unit: ClassVar[Literal["words", "tokens"]] = "tokens"
+    size: ClassVar[int] = 512
+    overlap: ClassVar[int] = 32
