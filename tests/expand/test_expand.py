@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from landmark_rag.expand import Adaptive, Front, InMemorySource, Surround, choose_strategy, expand_hits
+from landmark_rag.expand import Adaptive, Evidence, Front, InMemorySource, Surround, choose_strategy, expand_hits
 from landmark_rag.segment import segment_sentences
 from landmark_rag.types import Hit
 
@@ -118,8 +118,10 @@ def test_choose_strategy_follows_the_model_config():
     with pytest.raises(ValueError, match="expansion"):
         LandmarkConfig(expansion="sideways")  # type: ignore[arg-type]
     # the shipped model lands on the answer sentence itself (in-context mean pooling), so it
-    # expands to both sides; docs/model_card.md has the measurements behind this choice
-    assert choose_strategy(model=model_config("landmark-minilm")) == Surround(1, 1)
+    # expands to both sides, and under a budget grows its best passage into the evidence;
+    # docs/model_card.md has the measurements behind this choice
+    shipped = choose_strategy(model=model_config("landmark-minilm"))
+    assert shipped == Evidence(before=1, after=1, bridge=0, max_tokens=384, lead=0.5)
 
 
 def test_old_names_of_the_strategy_rule_still_work_but_warn():

@@ -17,7 +17,7 @@ def demo_command(
     model: str | None = typer.Option(None, "--model", help="Model to demo (default: the package's)."),
     k: int = typer.Option(3, "-k", "--k", min=1, help="Passages per question."),
     strategy: str | None = typer.Option(
-        None, "--strategy", help="Expansion: front, surround or adaptive (default: what the model's config names)."
+        None, "--strategy", help="Expansion: front, surround, adaptive or evidence (default: what the model's config names)."
     ),
     keep: Path | None = typer.Option(None, "--keep", file_okay=False, help="Keep the store in this folder."),
     device: str | None = DeviceOption,

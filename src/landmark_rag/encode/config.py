@@ -71,7 +71,9 @@ class LandmarkConfig:
         the boundary expansion that suits this model's vectors, used wherever the caller
         names none. ``front`` (the paper) assumes position-aware training made a hit the
         end of its span; a model whose hit lands on the answer sentence itself (e.g. trained
-        with in-context mean pooling) is better served by ``surround``.
+        with in-context mean pooling) is better served by ``surround``; ``evidence`` reads
+        like either window and, under a token budget, grows the best passage into the
+        evidence around its hit (the shipped default model's).
     landmark_attention:
         ``full`` (every token sees every token: the paper's layout, and the only one for causal
         models) or ``isolated`` (bidirectional models with a new landmark token: text never
@@ -106,7 +108,7 @@ class LandmarkConfig:
     causal: bool | None = None
     base_model: str | None = None
     model_name: str | None = None
-    expansion: Literal["front", "surround", "adaptive"] = "front"
+    expansion: Literal["front", "surround", "adaptive", "evidence"] = "front"
     expansion_params: dict[str, Any] = field(default_factory=dict)
     landmark_attention: Literal["full", "isolated", "prefix", "causal"] = "full"
     landmark_span: int = 1
@@ -121,8 +123,8 @@ class LandmarkConfig:
         if self.query_pooling not in QUERY_POOLINGS:
             raise ValueError(f"query_pooling must be 'landmark' or 'mean', not {self.query_pooling!r}")
         self.pooling, self.query_pooling = Pooling(self.pooling), Pooling(self.query_pooling)
-        if self.expansion not in ("front", "surround", "adaptive"):
-            raise ValueError(f"expansion must be 'front', 'surround' or 'adaptive', not {self.expansion!r}")
+        if self.expansion not in ("front", "surround", "adaptive", "evidence"):
+            raise ValueError(f"expansion must be 'front', 'surround', 'adaptive' or 'evidence', not {self.expansion!r}")
         if self.landmark_attention not in ("full", "isolated", "prefix", "causal"):
             raise ValueError(
                 f"landmark_attention must be 'full', 'isolated', 'prefix' or 'causal', not {self.landmark_attention!r}"

@@ -153,6 +153,8 @@ def evaluate_long_evidence_system(
     top1 = np.zeros(n, dtype=bool)
     texts = [q.question for q in corpus.questions]
     cov_b = COVERAGE_BUDGET if COVERAGE_BUDGET in budgets else budgets[0]
+    # a system whose passages depend on the budget (Evidence's lead) forms them per budget
+    per_budget = getattr(system, "budgeted", None) if getattr(system, "budget_dependent", False) else None
     bar = tqdm(total=n, desc=f"{system.name}: questions", unit="q", disable=not show_progress)
     for lo in range(0, n, _QUERY_BATCH):
         batch = system.scores(texts[lo : lo + _QUERY_BATCH])
@@ -164,6 +166,14 @@ def evaluate_long_evidence_system(
             if system.sentence_units and len(mine):
                 best = int(mine[int(rank_order(row[mine], top=1)[0])])
                 top1[q] = _sentence_overlaps(corpus, best, evidence[q])
+            if per_budget is not None:
+                # passages that depend on the budget: each budget reads its own search
+                for bi, b in enumerate(budgets):
+                    ctx = assemble_context(per_budget(mine, row, b), b, corpus.tokens)
+                    found[bi, q], recall[bi, q] = evidence_scores(ctx.spans.get(doc, []), evidence[q])
+                    if b == cov_b and answers[q]:
+                        covered[q] = answer_in_context(answers[q], ctx.texts(corpus.texts))
+                continue
             consumed: list[Passage] = []
             source = _ranked_passages(system, corpus, mine, row)
 

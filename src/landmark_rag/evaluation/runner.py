@@ -86,6 +86,9 @@ def evaluate_system(
     covered = {b: 0 for b in budgets}
     ranks: list[int] = []
     texts = [q.question for q in corpus.questions]
+    # a system whose passages depend on the budget (Evidence's lead) forms them per budget
+    per_budget = getattr(system, "budgeted", None) if getattr(system, "budget_dependent", False) else None
+    everything = np.arange(corpus.n_sentences, dtype=np.int64)
     bar = tqdm(total=n, desc=f"{system.name}: questions", unit="q", disable=not show_progress)
     for lo in range(0, n, _QUERY_BATCH):
         batch_scores = system.scores(texts[lo : lo + _QUERY_BATCH])
@@ -94,6 +97,12 @@ def evaluate_system(
             row = batch_scores[j]
             if system.sentence_units:
                 ranks.append(gold_rank(row, corpus.gold[q]))
+            answers = corpus.questions[q].answers
+            if per_budget is not None:  # passages that depend on the budget: one search per budget
+                for b in budgets:
+                    ctx = assemble_context(per_budget(everything, row, b), b, corpus.tokens)
+                    covered[b] += answer_in_context(answers, ctx.texts(corpus.texts))
+                continue
             order = rank_order(row, top=min(_TOP, row.shape[0]))
             consumed: list[Passage] = []
             source = _passages(system, corpus, order, row)
@@ -103,7 +112,6 @@ def evaluate_system(
                     log.append(p)
                     yield p
 
-            answers = corpus.questions[q].answers
             # the largest budget consumes the longest prefix of the ranking; smaller
             # budgets are prefixes of it, so they replay what was consumed
             for b in reversed(budgets):

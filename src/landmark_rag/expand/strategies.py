@@ -166,18 +166,26 @@ class Evidence(_Window):
     ranking put among the hits read for this query belongs to the answer's region, so the
     passage grows exactly as far as the evidence the search found, and no score scale has
     to be compared across modes (cosine, BM25 and fused scores all work alike).
+
+    Under a token budget (``search(..., max_tokens=N)``), the best passage is first grown
+    around its hits to ``lead * N`` tokens (``expand.grow``): the place the search is most
+    sure of is read as one contiguous passage, and the rest of the budget goes to the next
+    places in rank order. ``lead=0`` fills a budget with the windows as they are.
     """
 
     before: int = 1
     after: int = 1
     bridge: int = 2
     max_tokens: int = 384
+    lead: float = 0.5
 
     def __post_init__(self) -> None:
         if self.before < 0 or self.after < 0 or self.bridge < 0:
             raise ValueError("Evidence.before/after/bridge must be >= 0")
         if self.max_tokens < 1:
             raise ValueError("Evidence.max_tokens must be >= 1")
+        if not 0.0 <= self.lead <= 1.0:
+            raise ValueError("Evidence.lead must be between 0 and 1")
 
     def window(self, hit: int) -> range:
         """The sentences a hit takes on its own (before any join)."""

@@ -175,7 +175,7 @@ class TrainConfig:
             except ValueError as e:
                 raise TrainingInputError(f"expansion: {e}") from None
         elif self.expansion_params:
-            raise TrainingInputError("expansion_params need an expansion (front, surround or adaptive)")
+            raise TrainingInputError("expansion_params need an expansion (front, surround, adaptive or evidence)")
         _number("temperature", self.temperature, 0.0, strict=True)
         _number("lr", self.lr, 0.0, strict=True)
         for name in ("alpha", "weight_decay", "max_grad_norm", "boundary_margin"):

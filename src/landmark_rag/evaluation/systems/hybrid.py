@@ -33,8 +33,8 @@ class HybridSystem(LandmarkSystem):
     description: ClassVar[str] = "landmark vectors fused with sentence BM25 (the model's fusion), its expansion"
     sentence_units: ClassVar[bool] = True
 
-    def __init__(self, fusion: FusionConfig | None = None) -> None:
-        super().__init__()
+    def __init__(self, fusion: FusionConfig | None = None, expansion: str | None = None) -> None:
+        super().__init__(expansion)
         self.fusion = fusion
         self.lexical: BM25Index | None = None
         self.analyze: Any = None
