@@ -121,7 +121,7 @@ def test_choose_strategy_follows_the_model_config():
     # expands to both sides, and under a budget grows its best passage into the evidence;
     # docs/model_card.md has the measurements behind this choice
     shipped = choose_strategy(model=model_config("landmark-minilm"))
-    assert shipped == Evidence(before=1, after=1, bridge=0, max_tokens=384, lead=0.5)
+    assert shipped == Evidence(before=1, after=1, bridge=0, max_tokens=384, lead=0.35)
 
 
 def test_old_names_of_the_strategy_rule_still_work_but_warn():

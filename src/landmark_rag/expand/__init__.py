@@ -6,6 +6,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from landmark_rag.expand.budget import budget_requests, check_max_tokens, fill_budget
 from landmark_rag.expand.expand import (
     AnySentenceSource,
     BatchSentenceSource,
@@ -35,8 +36,11 @@ __all__ = [
     "Strategy",
     "Surround",
     "approx_tokens",
+    "budget_requests",
+    "check_max_tokens",
     "choose_strategy",
     "expand_hits",
+    "fill_budget",
     "read_sentences",
 ]
 

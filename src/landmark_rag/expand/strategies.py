@@ -177,7 +177,7 @@ class Evidence(_Window):
     after: int = 1
     bridge: int = 2
     max_tokens: int = 384
-    lead: float = 0.5
+    lead: float = 0.35
 
     def __post_init__(self) -> None:
         if self.before < 0 or self.after < 0 or self.bridge < 0:

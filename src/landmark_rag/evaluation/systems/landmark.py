@@ -22,8 +22,8 @@ from landmark_rag.evaluation.context import Passage as Read
 from landmark_rag.evaluation.metrics import rank_order
 from landmark_rag.evaluation.systems.base import DenseSystem, Workspace
 from landmark_rag.evaluation.systems.expansion import strategy_passage
-from landmark_rag.expand import Adaptive, Evidence, InMemorySource, choose_strategy, expand_hits
-from landmark_rag.expand.grow import grow_lead, lead_share, lead_target, lean
+from landmark_rag.expand import Adaptive, Evidence, choose_strategy
+from landmark_rag.expand.budget import budget_requests, fill_budget
 from landmark_rag.expand.strategies import StrategyName
 from landmark_rag.types import Hit, Sentence
 
@@ -109,15 +109,13 @@ class LandmarkSystem(DenseSystem):
         while True:
             top = [int(units[int(i)]) for i in rank_order(scores[units], top=min(n, len(units)))]
             hits = [Hit(self._sentence(u), float(scores[u])) for u in top]
-            source = InMemorySource({str(d): self._doc_sentences(d) for d in {int(corpus.sent_doc[u]) for u in top}})
-            passages = expand_hits(hits, source, self.strategy, count_tokens=count)
-            if n >= len(units) or sum(count(p.text) for p in passages) >= budget:
+            wanted = budget_requests(hits, self.strategy, budget)
+            sents = {d: {i: self._doc_sentences(int(d))[i] for i in idx if i < len(self._doc_sentences(int(d)))}
+                     for d, idx in wanted.items()}
+            passages, full = fill_budget(hits, sents, self.strategy, budget, count)
+            if full or n >= len(units):
                 break
             n *= 2
-        share = lead_share(self.strategy)
-        if share > 0 and passages:
-            lead = self._doc_sentences(int(passages[0].doc_id))
-            passages = grow_lead(passages, dict(enumerate(lead)), lead_target(self.strategy, budget), count, lean(self.strategy))
         out = []
         for p in passages:
             first = int(corpus.doc_first[int(p.doc_id)])
