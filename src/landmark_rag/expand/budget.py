@@ -32,7 +32,7 @@ from typing import Literal
 
 import numpy as np
 
-from landmark_rag.expand.grow import lead_target, lean
+from landmark_rag.expand.grow import grow_range, growth_reach, lead_target, lean
 from landmark_rag.expand.headings import is_heading_line
 from landmark_rag.expand.strategies import Strategy, join_limits
 from landmark_rag.store.schema import user_metadata
@@ -52,8 +52,6 @@ def budget_requests(
 ) -> dict[str, set[int]]:
     """The sentence indices, by document, that :func:`fill_budget` may read: each hit's
     candidates, and around the best hit as far as its growth to the lead share may reach."""
-    from landmark_rag.expand.grow import growth_reach
-
     wanted: dict[str, set[int]] = defaultdict(set)
     for h in hits:
         d, z = _doc(h), h.sentence.index
@@ -123,7 +121,7 @@ def fill_budget(
         lo, hi = strategy.span(z, h.score, doc, (vectors or {}).get(d, {}), query_vector, count_tokens)
         lo, hi = _trim_headings(lo, hi, z, doc)
         if lead_pending:
-            lo, hi = _grow(z, lo, hi, doc, lead_pending, partial(cost, d), (w_before, w_after))
+            lo, hi = grow_range(z, lo, hi, doc, lead_pending, partial(cost, d), (w_before, w_after))
             lead_pending = 0
         lo, hi = _bridged(lo, hi, runs[d], doc, bridge, cap, partial(cost, d))
         if max_passages is not None and _count_after(runs, d, z) > max_passages:
@@ -173,27 +171,6 @@ def _trim_headings(lo: int, hi: int, z: int, doc: Mapping[int, Sentence]) -> tup
         lo += 1
     while hi > z and is_heading_line(doc[hi]):
         hi -= 1
-    return lo, hi
-
-
-def _grow(
-    z: int, lo: int, hi: int, doc: Mapping[int, Sentence], target: int, cost: Callable[[int], int],
-    weights: tuple[int, int],
-) -> tuple[int, int]:
-    """``lo..hi`` grown about ``z`` to at least ``target`` tokens (``expand.grow``'s rule)."""
-    size = sum(cost(i) for i in range(lo, hi + 1))
-    w_before, w_after = weights
-
-    def ok(i: int) -> bool:
-        return i in doc and not is_heading_line(doc[i])
-
-    while size < target:
-        back, fwd = ok(lo - 1), ok(hi + 1)
-        if not back and not fwd:
-            break
-        j = lo - 1 if back and (not fwd or (z - lo) / w_before <= (hi - z) / w_after) else hi + 1
-        size += cost(j)
-        lo, hi = min(lo, j), max(hi, j)
     return lo, hi
 
 

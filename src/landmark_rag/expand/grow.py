@@ -11,16 +11,17 @@ the second and third guesses (docs/evaluation.md, the long-evidence benchmark).
 
 The growth is symmetric about the hits for a window that is (``Surround``), and leans
 backwards for one that does (``Front``: the hit marks the end of the evidence), in the
-proportion of the strategy's own window. Pure functions over sentences already read.
+proportion of the strategy's own window. Pure functions over sentences already read; the
+budget is filled in ``expand.budget``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 
 from landmark_rag.expand.headings import is_heading_line
 from landmark_rag.expand.strategies import Adaptive, Evidence, Front, Strategy, Surround
-from landmark_rag.types import Passage, Sentence, passage_pages
+from landmark_rag.types import Sentence
 
 
 def lean(strategy: Strategy) -> tuple[int, int]:
@@ -33,12 +34,6 @@ def lean(strategy: Strategy) -> tuple[int, int]:
     if isinstance(strategy, Adaptive):
         return strategy.max_before + 1, strategy.max_after + 1
     return 1, 1
-
-
-def lead_share(strategy: Strategy) -> float:
-    """The share of a budget the best passage grows to (``0``: no growth; only ``Evidence``
-    grows, so the other strategies fill a budget exactly as they read without one)."""
-    return strategy.lead if isinstance(strategy, Evidence) else 0.0
 
 
 def lead_target(strategy: Strategy, budget: int) -> int:
@@ -57,89 +52,33 @@ def growth_reach(target_tokens: int) -> int:
     return max(1, target_tokens // 4)
 
 
-def grow_lead(
-    passages: Sequence[Passage],
+def grow_range(
+    hit: int,
+    lo: int,
+    hi: int,
     sents: Mapping[int, Sentence],
     target_tokens: int,
-    count_tokens: Callable[[str], int],
+    cost: Callable[[int], int],
     weights: tuple[int, int] = (1, 1),
-) -> list[Passage]:
-    """``passages`` with the first grown, sentence by sentence, to at least ``target_tokens``.
+) -> tuple[int, int]:
+    """The sentence range ``lo..hi`` around ``hit`` grown, a sentence at a time, to at least
+    ``target_tokens`` (``cost(i)``: sentence ``i``'s tokens).
 
-    ``sents`` are the sentences of the first passage's document that may be added (a
-    missing index, a heading line or the document's edge stops growth on that side). A
-    passage of the same document that growth reaches is taken into the first (with its
-    hits), so passages never overlap; the rest keep their order.
+    The side that has grown less relative to its weight goes next (``lean``); a sentence not
+    in ``sents`` (not read, or past the document's edge) or a heading line (another section
+    starts there) stops growth on that side.
     """
-    if not passages or target_tokens <= 0:
-        return list(passages)
-    first, rest = passages[0], list(passages[1:])
-    lo, hi = first.first_index, first.last_index
-    if any(i not in sents for i in range(lo, hi + 1)):
-        return list(passages)  # the passage itself was not read: leave it as it is
-    hits = set(first.hit_indices)
-    size = sum(count_tokens(sents[i].text) for i in range(lo, hi + 1))
-    others = {i: p for p in rest if p.doc_id == first.doc_id for i in range(p.first_index, p.last_index + 1)}
+    size = sum(cost(i) for i in range(lo, hi + 1))
     w_before, w_after = weights
-    taken: list[Passage] = []
 
-    def can(i: int) -> bool:
+    def ok(i: int) -> bool:
         return i in sents and not is_heading_line(sents[i])
 
-    def take(j: int) -> bool:
-        """Take in the passage that holds sentence ``j`` (``False``: it was not read whole)."""
-        nonlocal lo, hi, size
-        absorbed = others[j]
-        span = range(absorbed.first_index, absorbed.last_index + 1)
-        if any(i not in sents for i in span):
-            return False
-        size += sum(count_tokens(sents[i].text) for i in span if not lo <= i <= hi)
-        lo, hi = min(lo, span.start), max(hi, span.stop - 1)
-        hits.update(absorbed.hit_indices)
-        taken.append(absorbed)
-        for i in span:
-            others.pop(i, None)
-        return True
-
     while size < target_tokens:
-        back, fwd = can(lo - 1), can(hi + 1)
+        back, fwd = ok(lo - 1), ok(hi + 1)
         if not back and not fwd:
             break
-        # the side that has grown less, relative to its weight, goes next
-        grown_before = (min(hits) - lo) / w_before
-        grown_after = (hi - max(hits)) / w_after
-        j = lo - 1 if back and (not fwd or grown_before <= grown_after) else hi + 1
-        if j in others:  # the evidence reaches another passage: one passage now
-            if not take(j):
-                break
-            continue
-        size += count_tokens(sents[j].text)
+        j = lo - 1 if back and (not fwd or (hit - lo) / w_before <= (hi - hit) / w_after) else hi + 1
+        size += cost(j)
         lo, hi = min(lo, j), max(hi, j)
-    # a passage left just touching the grown one joins it, as touching windows always do
-    for j in (lo - 1, hi + 1):
-        if j in others:
-            take(j)
-    if (lo, hi) == (first.first_index, first.last_index):
-        return list(passages)
-    run = [sents[i] for i in range(lo, hi + 1)]
-    text = run[0].text + "".join(s.space_before + s.text for s in run[1:])
-    grown = Passage(
-        doc_id=first.doc_id,
-        start=run[0].start,
-        end=run[-1].end,
-        first_index=lo,
-        last_index=hi,
-        hit_indices=sorted(hits),
-        score=first.score,
-        text=text,
-        metadata=first.metadata,
-        pages=passage_pages(run),
-        heading=run[0].heading,
-        cosine=_best(first.cosine, *(p.cosine for p in taken)),
-    )
-    return [grown, *(p for p in rest if not any(p is t for t in taken))]
-
-
-def _best(*values: float | None) -> float | None:
-    known = [v for v in values if v is not None]
-    return max(known) if known else None
+    return lo, hi
