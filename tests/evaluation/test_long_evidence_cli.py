@@ -82,3 +82,15 @@ def test_table_and_unsupported_options(tiny) -> None:
     assert "found@256" in proc.stdout and "recall@1024" in proc.stdout and "bm25" in proc.stdout
     bad = _cli("eval", "--data", str(tiny), "--title", "x", "--json")
     assert bad.returncode == 2 and "--title" in bad.stderr and bad.stdout == ""
+
+
+def test_expansion_option_gives_one_row_per_strategy(tiny) -> None:
+    proc = _cli("eval", "--data", str(tiny), "--split", "all", "--systems", "hybrid,bm25",
+                "--expansion", "surround,evidence", "--budgets", "64,256", "--json", "--quiet")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads(proc.stdout)["systems"]
+    assert set(rows) == {"hybrid-surround", "hybrid-evidence", "bm25"}
+    # the same hits: only the passages read from them differ
+    assert rows["hybrid-surround"]["recall@1"] == rows["hybrid-evidence"]["recall@1"]
+    for m in rows.values():
+        assert all(0 <= m[f"evidence_recall@{b}"] <= m[f"found@{b}"] <= 1 for b in (64, 256))

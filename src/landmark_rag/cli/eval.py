@@ -48,8 +48,8 @@ def eval_command(
     expansion: str | None = typer.Option(
         None,
         "--expansion",
-        help="Comma-separated front,surround,adaptive: the landmark system once per boundary expansion "
-        "(default: the model's own).",
+        help="Comma-separated front,surround,adaptive,evidence: the landmark and hybrid systems once per "
+        "boundary expansion (default: the model's own).",
     ),
     model: str | None = typer.Option(None, "--model", help="Landmark model (alias, directory); default: the package's."),
     base_model: str | None = typer.Option(
@@ -95,7 +95,7 @@ def eval_command(
     except ValueError:
         raise typer.BadParameter("budgets must be comma-separated integers", param_hint="--budgets") from None
     if long_evidence:
-        unsupported = {"--select": select, "--title": titles, "--titles-file": titles_file, "--expansion": expansion,
+        unsupported = {"--select": select, "--title": titles, "--titles-file": titles_file,
                        "--max-questions": max_questions, "--plot": plot}
         given = [k for k, v in unsupported.items() if v]
         if given:
@@ -103,7 +103,7 @@ def eval_command(
                        "(use --split, --articles, --questions-per-doc)", err=True)
             raise typer.Exit(2)
         _long_evidence(data, split, _split(systems), budget_list, model, base_model, articles, per_doc, device,
-                       batch_size, as_json, quiet)
+                       batch_size, as_json, quiet, _split(expansion))
         return
     try:
         result = evaluate(
@@ -139,7 +139,7 @@ def eval_command(
 def _long_evidence(
     data: Path, split: str, systems: list[str] | None, budgets: list[int], model: str | None,
     base_model: str | None, articles: int | None, per_doc: int | None, device: str | None, batch_size: int,
-    as_json: bool, quiet: bool,
+    as_json: bool, quiet: bool, expansions: list[str] | None = None,
 ) -> None:
     """The long-evidence benchmark (``landmark_rag.evaluation.longevidence``): its JSON or tables."""
     from landmark_rag.evaluation.longevidence import evaluate_long_evidence, render_tables
@@ -152,7 +152,7 @@ def _long_evidence(
         result = evaluate_long_evidence(
             data, systems, budgets, model, split=None if split == "all" else split, max_documents=articles,
             max_questions_per_doc=per_doc, base_model=base_model, device=device, batch_size=batch_size,
-            show_progress=not quiet,
+            show_progress=not quiet, expansions=expansions,
         )
     except ValueError as exc:
         typer.echo(f"error: {sanitize(str(exc))}", err=True)

@@ -45,7 +45,7 @@ from landmark_rag.datasets.longevidence import LongEvidenceSet, load_long_eviden
 from landmark_rag.evaluation.context import Passage, assemble_context
 from landmark_rag.evaluation.corpus import Corpus, build_corpus
 from landmark_rag.evaluation.metrics import answer_in_context, rank_order
-from landmark_rag.evaluation.systems import System, Workspace, make_system
+from landmark_rag.evaluation.systems import System, Workspace, make_system, per_expansion
 
 logger = logging.getLogger(__name__)
 
@@ -229,8 +229,12 @@ def evaluate_long_evidence(
     device: str | None = None,
     batch_size: int = 32,
     show_progress: bool = False,
+    expansions: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Evaluate retrieval systems on a long-evidence file; returns the JSON-ready result.
+
+    ``expansions`` (e.g. ``["surround", "evidence"]``): the landmark and hybrid systems once
+    per boundary expansion instead of with the model's own.
 
     ``split`` picks the benchmark split (``validation``: tune here; ``heldout``: report here;
     ``None``: both). ``max_documents`` / ``max_questions_per_doc`` make quicker runs (the
@@ -241,6 +245,8 @@ def evaluate_long_evidence(
     """
     names = list(systems) if systems else list(DEFAULT_SYSTEMS)
     chosen = [make_system(s) for s in names]  # fails fast on an unknown name
+    if expansions:
+        chosen = per_expansion(chosen, list(expansions))
     if not budgets or any(int(b) <= 0 for b in budgets):
         raise ValueError("budgets must be positive token counts")
     budgets = sorted({int(b) for b in budgets})

@@ -21,7 +21,7 @@ from landmark_rag.evaluation.context import Passage, assemble_context
 from landmark_rag.evaluation.corpus import Corpus, build_corpus
 from landmark_rag.evaluation.data import _EvalSet, choose_articles
 from landmark_rag.evaluation.metrics import answer_in_context, gold_rank, mrr_at, rank_order, recall_at
-from landmark_rag.evaluation.systems import SYSTEMS, System, Workspace, make_system
+from landmark_rag.evaluation.systems import SYSTEMS, System, Workspace, make_system, per_expansion
 
 logger = logging.getLogger(__name__)
 
@@ -166,8 +166,9 @@ def evaluate(
     kept in the data's order (held-out evaluation); ``max_articles``/``max_questions`` make
     quick runs.
     All selected articles form one corpus: every question is answered against all of them.
-    ``expansions`` (e.g. ``["front", "surround", "adaptive"]``) evaluates the landmark system
-    once per boundary expansion (rows ``landmark-front`` ...) instead of with its model's own.
+    ``expansions`` (e.g. ``["front", "surround", "evidence"]``) evaluates the landmark and
+    hybrid systems once per boundary expansion (rows ``landmark-front``, ``hybrid-front``
+    ...) instead of with the model's own.
     ``model``: the landmark model (``None``: the package default); ``base_model``: the
     model of the baselines (default: the landmark model's base, else the model itself).
 
@@ -177,13 +178,7 @@ def evaluate(
     names = list(systems) if systems else list(SYSTEMS)
     chosen = [make_system(s) for s in names]  # fails fast on an unknown name
     if expansions:
-        # the landmark system once per strategy; they share one encoding (Workspace)
-        from landmark_rag.evaluation.systems.landmark import LandmarkSystem
-
-        at = [i for i, s in enumerate(chosen) if isinstance(s, LandmarkSystem)]
-        if not at:
-            raise ValueError("expansions apply to the landmark system; add it to systems")
-        chosen[at[0] : at[0] + 1] = [LandmarkSystem(e) for e in expansions]
+        chosen = per_expansion(chosen, list(expansions))
     if not budgets or any(int(b) <= 0 for b in budgets):
         raise ValueError("budgets must be positive token counts")
     source, articles = _run_articles(data, select, titles, max_articles, max_questions)

@@ -33,6 +33,21 @@ SYSTEMS: dict[str, type[System]] = {
 EXTRA_SYSTEMS: dict[str, type[System]] = {Chunk512System.name: Chunk512System}
 
 
+def per_expansion(systems: list[System], expansions: list[str]) -> list[System]:
+    """``systems`` with each that expands hits (``landmark``, ``hybrid``) replaced by one
+    per boundary expansion (rows ``landmark-front``, ``hybrid-evidence``, ...); they share
+    one encoding through the workspace. A list without such a system is a ``ValueError``."""
+    out: list[System] = []
+    for system in systems:
+        if isinstance(system, LandmarkSystem):
+            out.extend(type(system)(expansion=e) for e in expansions)
+        else:
+            out.append(system)
+    if len(out) == len(systems) and not any(isinstance(s, LandmarkSystem) for s in systems):
+        raise ValueError("expansions apply to the landmark and hybrid systems; add one to systems")
+    return out
+
+
 def make_system(name: str) -> System:
     """A fresh system by registry name (``ValueError`` listing the known ones otherwise)."""
     cls = SYSTEMS.get(name) or EXTRA_SYSTEMS.get(name)
@@ -42,4 +57,6 @@ def make_system(name: str) -> System:
     return cls()
 
 
-__all__ = ["EXTRA_SYSTEMS", "SYSTEMS", "DenseSystem", "IndexStats", "System", "Workspace", "make_system"]
+__all__ = [
+    "EXTRA_SYSTEMS", "SYSTEMS", "DenseSystem", "IndexStats", "System", "Workspace", "make_system", "per_expansion",
+]
