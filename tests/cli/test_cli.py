@@ -93,13 +93,35 @@ def test_query_json_schema_and_exact_spans(indexed: Path, corpus: Path) -> None:
     assert rows[0]["hit_sentences"][-1]["end"] == rows[0]["end"]
 
 
-@pytest.mark.parametrize("strategy", ["front", "surround", "adaptive"])
+@pytest.mark.parametrize("strategy", ["front", "surround", "adaptive", "evidence"])
 def test_query_text_output_per_strategy(indexed: Path, strategy: str) -> None:
     question, doc_id, answer = SIEGE_Q
     out = cli("query", question, "--db", indexed, "-k", 2, "--strategy", strategy).stdout
     assert out.count("score ") == 2
     first = out.split("#2 ")[0]
     assert doc_id in first and answer in first and "chars " in first
+
+
+def test_query_token_budget(indexed: Path) -> None:
+    from landmark_rag import LandmarkIndex
+
+    count = LandmarkIndex.open(indexed).count_tokens
+    question, doc_id, answer = OXYGEN_Q
+    for budget in (40, 150, 400):
+        rows = query_json(indexed, question, "--max-tokens", budget)
+        assert rows, "a budget always gets at least one passage"
+        assert sum(count(r["text"]) for r in rows) <= budget or len(rows) == 1
+        for r in rows:
+            text = Path(r["source"]).read_text(encoding="utf-8")
+            assert text[r["start"] : r["end"]] == r["text"]
+            assert r["hit_sentences"]  # every passage, cut or not, keeps a hit
+    assert len(query_json(indexed, question, "--max-tokens", 400, "-k", 1)) == 1  # k caps the passages
+
+
+@pytest.mark.parametrize("bad", ["0", "-5", "many", "1.5"])
+def test_query_refuses_a_bad_budget(indexed: Path, bad: str) -> None:
+    result = cli("query", "Who proved it?", "--db", indexed, "--max-tokens", bad, ok=False)
+    assert result.exit_code == 2 and "--max-tokens" in result.output
 
 
 def test_query_modes_on_an_existing_store(indexed: Path, tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""``landmark-rag query "QUESTION"``: the k best passages, expanded from sentence hits."""
+"""``landmark-rag query "QUESTION"``: the k best passages, or those that fill a token budget,
+expanded from sentence hits."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from landmark_rag.cli._common import (
     open_query_index,
 )
 
-STRATEGIES = ("front", "surround", "adaptive")
+STRATEGIES = ("front", "surround", "adaptive", "evidence")
 MODES = ("hybrid", "dense", "lexical")
 
 
@@ -28,9 +29,17 @@ MODES = ("hybrid", "dense", "lexical")
 def query_command(
     question: str | None = typer.Argument(None, help="The question (or use --questions FILE)."),
     db: str = DbOption,
-    k: int = typer.Option(3, "-k", "--k", min=1, help="Number of passages."),
+    k: int | None = typer.Option(
+        None, "-k", "--k", min=1, help="Number of passages (default 3; with --max-tokens: at most this many)."
+    ),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", min=1,
+        help="Token budget: the passages, in rank order, add up to at most this many tokens of the model's "
+        "tokenizer (the last cut at a sentence boundary; never less than one sentence).",
+    ),
     strategy: str | None = typer.Option(
-        None, "--strategy", help="Expansion: front, surround or adaptive (default: what the model's config names)."
+        None, "--strategy",
+        help="Expansion: front, surround, adaptive or evidence (default: what the model's config names).",
     ),
     mode: str | None = typer.Option(
         None, "--mode",
@@ -75,13 +84,17 @@ def query_command(
     strat = index.resolve_strategy(strategy_name(strategy) if strategy is not None else None)
     strategy = type(strat).__name__.lower()
     mode = index.resolve_mode(mode.lower() if mode is not None else None)
-    found = index.search_many(questions, k, strategy=strat, show_progress=len(questions) > 64, mode=mode)
+    if k is None and max_tokens is None:
+        k = 3
+    found = index.search_many(
+        questions, k, max_tokens=max_tokens, strategy=strat, show_progress=len(questions) > 64, mode=mode
+    )
     results = [(q, passages, _hits(index.sentence_store, passages)) for q, passages in zip(questions, found, strict=True)]
     if model is None:  # the store's own model, loaded the slow way: the next cold query need not
         export_for_queries(index.encoder)
 
     if html_file is not None:
-        _write_html(html_file, index, results[0], subtitle=f"{index.encoder.model_name} · k={k} · {strategy} · {mode} · {db}")
+        _write_html(html_file, index, results[0], subtitle=f"{index.encoder.model_name} · {_limit(k, max_tokens)} · {strategy} · {mode} · {db}")
     if as_json:
         rows = [[_passage_json(p, hs, r) for r, (p, hs) in enumerate(zip(ps, hits), 1)] for _, ps, hits in results]
         payload: Any = rows[0] if question is not None else [
@@ -95,6 +108,12 @@ def query_command(
         _print_passages(q, passages, hits, show_question=len(results) > 1)
     if html_file is not None:
         console.print(f"wrote {html_file}", markup=False)
+
+
+def _limit(k: int | None, max_tokens: int | None) -> str:
+    """How many passages were asked for, as the page's subtitle says it."""
+    parts = ([f"k={k}"] if k is not None else []) + ([f"≤{max_tokens} tokens"] if max_tokens is not None else [])
+    return " · ".join(parts)
 
 
 def _read_questions(path: Path) -> list[str]:

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from landmark_rag.encode.protocols import QueryEncoder, SentenceEncoder
-from landmark_rag.expand import AnySentenceSource, Strategy, choose_strategy, expand_hits
-from landmark_rag.expand.strategies import StrategyName
+from landmark_rag.expand import AnySentenceSource, Strategy, check_max_tokens, choose_strategy, expand_hits
+from landmark_rag.expand.strategies import StrategyName, approx_tokens
 from landmark_rag.ingest import (
     DocumentEncoder,
     FileSet,
@@ -45,6 +45,7 @@ from landmark_rag.ingest import (
 from landmark_rag.retrieve import Request, Sources, cosine_rescore, find_hits, find_passages, unit_vector
 from landmark_rag.retrieve.fusion import FusionConfig, Mode, check_mode, model_fusion
 from landmark_rag.retrieve.rescore import Scored
+from landmark_rag.retrieve.search import budget_passages, find_budget_passages
 from landmark_rag.store import (
     DEFAULT_COLLECTION,
     DEFAULT_DB,
@@ -456,15 +457,26 @@ class LandmarkIndex:
     def search(
         self,
         query: str,
-        k: int = 4,
+        k: int | None = None,
         *,
+        max_tokens: int | None = None,
         strategy: StrategyName | Strategy | None = None,
         where: dict[str, Any] | None = None,
         order: Order = "score",
         mode: Mode | None = None,
         query_vector: np.ndarray | None = None,
     ) -> list[Passage]:
-        """Exactly ``k`` passages for ``query`` (fewer only when the store has fewer).
+        """Exactly ``k`` passages for ``query`` (fewer only when the store has fewer), or,
+        with ``max_tokens``, the passages that fill that many tokens.
+
+        ``k`` (default 4) counts passages; ``max_tokens`` counts what a reader pays for: the
+        passages come in rank order and their texts add up to at most ``max_tokens`` tokens of
+        the model's tokenizer (:meth:`count_tokens`), the last one cut at a sentence boundary
+        (it keeps its hit and the sentences nearest to it). A passage is never less than one
+        sentence: when the best hit's sentence alone is longer than ``max_tokens``, it comes
+        back alone. With both, ``k`` caps the number of passages. The model's expansion
+        decides how the budget is spent (``Evidence`` first grows the best passage into the
+        evidence around its hit: docs/evaluation.md, the long-evidence benchmark).
 
         Each passage's text is the exact slice of its document; ``strategy`` overrides the
         index's expansion for this call (built with the index's ``strategy_params``);
@@ -474,21 +486,23 @@ class LandmarkIndex:
         returns fewer passages when fewer sentences share a term with the query (or follow
         one that does, with a ``lexical_context``).
         ``query_vector``: a query vector already computed (it is not encoded again).
-        A blank query (without ``query_vector``: searching by a vector alone is fine), ``k < 1``
-        or an unknown ``order`` raise ``ValueError``.
+        A blank query (without ``query_vector``: searching by a vector alone is fine), ``k < 1``,
+        ``max_tokens < 1`` (or not a whole number) or an unknown ``order`` raise ``ValueError``.
         """
-        _check_request(k, order, [query], vector_given=query_vector is not None)
+        k, budget = _limits(k, max_tokens)
+        _check_request(k or 1, order, [query], vector_given=query_vector is not None)
         mode = self.resolve_mode(mode)
         strat = self.resolve_strategy(strategy)
         if query_vector is None and self._needs_vector(mode, strat):
             query_vector = self.encode_query(query)
-        return self._passages(query, query_vector, k, strat, where=where, order=order, mode=mode)
+        return self._passages(query, query_vector, k, strat, where=where, order=order, mode=mode, max_tokens=budget)
 
     def search_many(
         self,
         queries: Sequence[str],
-        k: int = 4,
+        k: int | None = None,
         *,
+        max_tokens: int | None = None,
         strategy: StrategyName | Strategy | None = None,
         where: dict[str, Any] | None = None,
         order: Order = "score",
@@ -497,7 +511,8 @@ class LandmarkIndex:
     ) -> list[list[Passage]]:
         """:meth:`search` for many queries, encoded in batches (all checked first)."""
         queries = list(queries)
-        _check_request(k, order, queries)
+        k, budget = _limits(k, max_tokens)
+        _check_request(k or 1, order, queries)
         if not queries:
             return []
         mode = self.resolve_mode(mode)
@@ -507,7 +522,7 @@ class LandmarkIndex:
         else:
             vectors = [None] * len(queries)
         return [
-            self._passages(q, v, k, strat, where=where, order=order, mode=mode)
+            self._passages(q, v, k, strat, where=where, order=order, mode=mode, max_tokens=budget)
             for q, v in zip(queries, vectors, strict=True)
         ]
 
@@ -550,16 +565,23 @@ class LandmarkIndex:
         self,
         query: str,
         vector: np.ndarray | None,
-        k: int,
+        k: int | None,
         strategy: Strategy,
         *,
         where: dict[str, Any] | None,
         order: Order,
         mode: Mode,
+        max_tokens: int | None = None,
     ) -> list[Passage]:
         """One search with mode, strategy and query vector already resolved (once per call of
         :meth:`search` / :meth:`search_many`, never again per read)."""
         request = Request(mode, query, vector, where)
+        if max_tokens is not None:
+            return find_budget_passages(
+                request, max_tokens, self._sources(mode), strategy, k=k, order=order,
+                count_tokens=self._token_counter(),
+            )
+        assert k is not None  # _limits gives k a default when there is no budget
         return find_passages(
             request, k, self._sources(mode), strategy, order=order, count_tokens=self._token_counter()
         )
@@ -572,14 +594,17 @@ class LandmarkIndex:
         k: int | None = None,
         strategy: StrategyName | Strategy | None = None,
         order: Order = "score",
+        max_tokens: int | None = None,
     ) -> list[Passage]:
         """Sentence hits found elsewhere (a framework retriever) -> merged, exact passages.
 
-        ``k``: at most this many passages, formed from the best hits first. The adaptive
+        ``k``: at most this many passages, formed from the best hits first. ``max_tokens``:
+        the passages fill at most that many tokens, as in :meth:`search`. The adaptive
         strategy needs ``query`` (text or vector).
         """
-        if k is not None and k < 1:
-            raise ValueError(f"k must be at least 1 (or None: every passage), got {k}")
+        if k is not None and (isinstance(k, bool) or int(k) != k or k < 1):
+            raise ValueError(f"k must be a whole number of at least 1 (or None: every passage), got {k!r}")
+        budget = check_max_tokens(max_tokens) if max_tokens is not None else None
         _check_order(order)
         vector = self.encode_query(query) if query is not None else None
         visible = getattr(self.store, "visible_hits", None)
@@ -588,10 +613,18 @@ class LandmarkIndex:
         # a source that cannot tell a document's live version reads each at its hits' version
         pinned = getattr(self.store, "pinned_to", None)
         source = pinned(hits) if callable(pinned) else self.store
+        strat = self.resolve_strategy(strategy)
+        if budget is not None:
+            ranked = sorted(hits, key=lambda h: -h.score)  # a framework's hits, best first
+            passages, _ = budget_passages(
+                ranked, source, strat, budget, count_tokens=self._token_counter() or approx_tokens,
+                query_vector=vector, k=k, order=order,
+            )
+            return passages
         passages = expand_hits(
             hits,
             source,
-            self.resolve_strategy(strategy),
+            strat,
             query_vector=vector,
             count_tokens=self._token_counter(),
             order=order,
@@ -620,6 +653,14 @@ def _records_model(store: object) -> bool:
     (so a writer has nothing to record, and the model can be loaded when first needed)."""
     collection = getattr(store, "collection", None)  # a plain sentence source records nothing
     return collection is not None and bool(recorded_identity(collection)) and bool(recorded_model(store)[0])
+
+
+def _limits(k: int | None, max_tokens: int | None) -> tuple[int | None, int | None]:
+    """``(k, max_tokens)`` of a search: ``k`` defaults to 4 passages without a budget and to
+    no cap with one; ``max_tokens`` is checked here (``check_max_tokens``)."""
+    if max_tokens is None:
+        return (4 if k is None else k), None
+    return k, check_max_tokens(max_tokens)
 
 
 def _check_order(order: str) -> None:

@@ -14,8 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal, TypeVar
 
-from landmark_rag.expand import Strategy, expand_hits
+import numpy as np
+
+from landmark_rag.expand import AnySentenceSource, Strategy, expand_hits, read_sentences
+from landmark_rag.expand.budget import budget_requests, fill_budget
 from landmark_rag.expand.headings import is_heading_line
+from landmark_rag.expand.strategies import approx_tokens
 from landmark_rag.retrieve.ranking import Ranked, Request, Sources, read_best
 from landmark_rag.types import Hit, Passage
 
@@ -84,4 +88,59 @@ def find_passages(
     return best
 
 
-__all__ = ["Order", "find_hits", "find_passages"]
+def budget_passages(
+    hits: list[Hit],
+    source: AnySentenceSource,
+    strategy: Strategy,
+    max_tokens: int,
+    *,
+    count_tokens: Callable[[str], int],
+    query_vector: np.ndarray | None = None,
+    k: int | None = None,
+    order: Order = "score",
+) -> tuple[list[Passage], bool]:
+    """``hits`` (best first) -> passages within ``max_tokens``, and whether the budget is
+    full: one read of the sentences they may need, then ``fill_budget``."""
+    if strategy.needs_vectors and query_vector is None:  # before any read from the source
+        raise ValueError(f"the {type(strategy).__name__.lower()} strategy needs the query vector")
+    requests = budget_requests(hits, strategy, max_tokens)
+    sents, vecs = read_sentences(source, requests, embeddings=strategy.needs_vectors) if requests else ({}, {})
+    return fill_budget(
+        hits, sents, strategy, max_tokens, count_tokens, vectors=vecs, query_vector=query_vector,
+        max_passages=k, order=order,
+    )
+
+
+def find_budget_passages(
+    request: Request,
+    max_tokens: int,
+    sources: Sources,
+    strategy: Strategy,
+    *,
+    k: int | None = None,
+    order: Order = "score",
+    count_tokens: Callable[[str], int] | None = None,
+) -> list[Passage]:
+    """Passages for ``request`` in rank order whose tokens add up to at most ``max_tokens``
+    (``expand.budget.fill_budget``: hit by hit, sentence-exact, at least one passage).
+
+    The best 8 hits (``2k`` when ``k`` caps the passages) are read first, and twice as many
+    each time their passages leave room in the budget, until it is full or the ranking
+    runs out: one read of their sentences per round (``read_sentences``).
+    """
+    count = count_tokens or approx_tokens
+    n = max(2 * k, 8) if k else 8
+    while True:
+        ranked: Ranked = read_best(request, n, sources)
+        passages, full = budget_passages(
+            ranked.hits, sources.store, strategy, max_tokens, count_tokens=count, query_vector=request.vector,
+            k=k, order=order,
+        )
+        # enough: the budget is full, the ranking has no more, or the passage cap is reached
+        # (lower hits could only grow those passages, not add one)
+        if full or ranked.exhausted or (k is not None and len(passages) >= k):
+            return passages
+        n *= 2
+
+
+__all__ = ["Order", "budget_passages", "find_budget_passages", "find_hits", "find_passages"]
