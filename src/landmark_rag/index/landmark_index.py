@@ -45,7 +45,7 @@ from landmark_rag.ingest import (
 from landmark_rag.retrieve import Request, Sources, cosine_rescore, find_hits, find_passages, unit_vector
 from landmark_rag.retrieve.fusion import FusionConfig, Mode, check_mode, model_fusion
 from landmark_rag.retrieve.rescore import Scored
-from landmark_rag.retrieve.search import budget_passages, find_budget_passages
+from landmark_rag.retrieve.search import budget_passages, find_budget_hits, find_budget_passages
 from landmark_rag.store import (
     DEFAULT_COLLECTION,
     DEFAULT_DB,
@@ -529,17 +529,34 @@ class LandmarkIndex:
     def hits(
         self,
         query: str,
-        n: int,
+        n: int | None = None,
         *,
+        max_tokens: int | None = None,
         mode: Mode | None = None,
         where: dict[str, Any] | None = None,
         query_vector: np.ndarray | None = None,
     ) -> list[Hit]:
-        """The best ``n`` sentence hits for ``query``, before expansion (best first).
+        """The best ``n`` sentence hits for ``query``, before expansion (best first); or, with
+        ``max_tokens`` instead, the hits a :meth:`search` with that budget reads, so that
+        :meth:`expand` with the same budget forms the same passages from them (what a
+        framework retriever hands its expansion step).
 
         Scores are cosine (``dense``), BM25 (``lexical``) or the fused score (``hybrid``).
         ``query_vector``: a query vector already computed (e.g. by a framework).
         """
+        if max_tokens is not None:
+            budget = check_max_tokens(max_tokens)
+            _check_request(1, "score", [query], vector_given=query_vector is not None)
+            mode = self.resolve_mode(mode)
+            strat = self.strategy
+            if query_vector is None and self._needs_vector(mode, strat):
+                query_vector = self.encode_query(query)
+            request = Request(mode, query, query_vector, where)
+            return find_budget_hits(
+                request, budget, self._sources(mode), strat, k=n, count_tokens=self._token_counter()
+            )[0]
+        if n is None:
+            raise ValueError("hits needs n (how many) or max_tokens (a budget to fill)")
         _check_request(n, "score", [query], what="n", vector_given=query_vector is not None)
         mode = self.resolve_mode(mode)
         if query_vector is None and mode != "lexical":

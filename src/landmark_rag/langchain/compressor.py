@@ -20,9 +20,9 @@ from typing import Any, Literal
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
-from landmark_rag.expand import choose_strategy
+from landmark_rag.expand import check_max_tokens, choose_strategy
 from landmark_rag.index import LandmarkIndex
 from landmark_rag.langchain.collection import CollectionAdapter
 from landmark_rag.langchain.convert import has_sentence_metadata, hit_from_document, passage_document
@@ -53,9 +53,12 @@ class BoundaryExpansionCompressor(CollectionAdapter, BaseDocumentCompressor):
     - ``rescore``: score each hit as the cosine of the query and its stored vector (the
       retriever's own score is usually not passed along in ``Document``s). With ``False``,
       ``metadata["score"]`` is used when present, else the input order (1, 1/2, 1/3, ...).
-    - ``strategy`` / ``strategy_params``: ``front``, ``surround`` or ``adaptive``; ``None``
+    - ``strategy`` / ``strategy_params``: ``front``, ``surround``, ``adaptive`` or ``evidence``; ``None``
       (default): the expansion the model's ``landmark_config.json`` names, as the retriever.
     - ``k``: at most this many passages (best-first hits that form them); ``None``: all.
+    - ``max_tokens``: a context budget: the passages, best first, add up to at most this many
+      tokens of the model's tokenizer (about four characters a token when the index has no
+      model), the last cut at a sentence boundary, never less than one sentence.
     - ``order``: ``score`` (best first) or ``document`` (reading order).
     """
 
@@ -66,10 +69,11 @@ class BoundaryExpansionCompressor(CollectionAdapter, BaseDocumentCompressor):
     persist_directory: str | None = None
     collection_name: str = DEFAULT_COLLECTION
     client: Any = Field(default=None, exclude=True)
-    strategy: Literal["front", "surround", "adaptive"] | None = None
+    strategy: Literal["front", "surround", "adaptive", "evidence"] | None = None
     strategy_params: dict[str, int | float] = Field(default_factory=dict)
     rescore: bool = True
     k: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = None
     order: Literal["score", "document"] = "score"
     documents: list[Document] | None = Field(default=None, exclude=True)
     docstore: Any = Field(default=None, exclude=True)
@@ -77,6 +81,12 @@ class BoundaryExpansionCompressor(CollectionAdapter, BaseDocumentCompressor):
     _store: ChromaSentenceStore | None = PrivateAttr(default=None)
     _sentences: DocumentSentenceSource | None = PrivateAttr(default=None)
     _index: LandmarkIndex | None = PrivateAttr(default=None)
+
+    @field_validator("max_tokens", mode="before")
+    @classmethod
+    def _check_max_tokens(cls, value: Any) -> Any:
+        """The budget's own message (a bool or ``512.5`` is refused, not coerced)."""
+        return None if value is None else check_max_tokens(value)
 
     def model_post_init(self, context: Any, /) -> None:
         if self.documents is not None or self.docstore is not None:
@@ -142,7 +152,7 @@ class BoundaryExpansionCompressor(CollectionAdapter, BaseDocumentCompressor):
             if vector is None:  # rescore encodes the query just above
                 raise RuntimeError("rescoring the hits needs the query vector")
             hits = index.rescore(vector, hits)
-        passages = index.expand(hits, query=vector, k=self.k, order=self.order)
+        passages = index.expand(hits, query=vector, k=self.k, order=self.order, max_tokens=self.max_tokens)
         return [passage_document(p) for p in passages]
 
     def _located(self, documents: Sequence[Document]) -> list[Document]:

@@ -27,9 +27,9 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, Callba
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from pydantic import ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from landmark_rag.expand import Strategy
+from landmark_rag.expand import Strategy, check_max_tokens
 from landmark_rag.index import LandmarkIndex
 from landmark_rag.langchain.collection import CollectionAdapter
 from landmark_rag.langchain.convert import passage_document
@@ -55,10 +55,14 @@ class LandmarkRetriever(CollectionAdapter, BaseRetriever):
       of a Chroma server; ``None`` (with no ``client``) keeps everything in memory.
     - ``client``: a ready ``chromadb`` client (wins over ``persist_directory``).
     - ``k``: passages per query (also ``invoke(query, k=...)``).
+    - ``max_tokens``: a context budget instead: the passages, best first, add up to at most
+      this many tokens of the model's tokenizer, the last cut at a sentence boundary (never
+      less than one sentence); a ``k`` you set then caps their number. Also
+      ``invoke(query, max_tokens=...)``.
     - ``strategy`` / ``strategy_params``: boundary expansion, ``front`` (hit and ``k-1``
-      predecessors, the paper's default), ``surround`` or ``adaptive``; e.g.
+      predecessors, the paper's default), ``surround``, ``adaptive`` or ``evidence``; e.g.
       ``strategy_params={"k": 2}`` for Front-2. ``None`` (default): the expansion the
-      model's ``landmark_config.json`` names (``surround`` for the shipped model).
+      model's ``landmark_config.json`` names (``evidence`` for the shipped model).
     - ``mode``: ``hybrid`` (landmark vectors fused with BM25 over the same sentences),
       ``dense`` or ``lexical``; ``None`` (default): what the model's ``landmark_config.json``
       names (``hybrid`` for the shipped model). Also ``invoke(query, mode=...)``.
@@ -82,7 +86,8 @@ class LandmarkRetriever(CollectionAdapter, BaseRetriever):
     collection_name: str = DEFAULT_COLLECTION
     client: Any = Field(default=None, exclude=True)
     k: int = Field(default=4, ge=1)
-    strategy: Literal["front", "surround", "adaptive"] | None = None
+    max_tokens: int | None = None
+    strategy: Literal["front", "surround", "adaptive", "evidence"] | None = None
     strategy_params: dict[str, int | float] = Field(default_factory=dict)
     mode: Literal["hybrid", "dense", "lexical"] | None = None
     fusion: dict[str, Any] = Field(default_factory=dict)
@@ -103,17 +108,25 @@ class LandmarkRetriever(CollectionAdapter, BaseRetriever):
             return data
         data = dict(data)
         given = dict(data.pop("search_kwargs") or {})
-        unknown = set(given) - {"k", "filter", "where"}
+        unknown = set(given) - {"k", "max_tokens", "filter", "where"}
         if unknown:
-            raise ValueError(f"search_kwargs {sorted(unknown)} not supported; LandmarkRetriever takes k and filter (or where)")
+            raise ValueError(
+                f"search_kwargs {sorted(unknown)} not supported; LandmarkRetriever takes k, max_tokens and filter (or where)"
+            )
         if "filter" in given and "where" in given:
             raise ValueError("search_kwargs: give filter or where, not both")
-        for key, field in (("k", "k"), ("filter", "where"), ("where", "where")):
+        for key, field in (("k", "k"), ("max_tokens", "max_tokens"), ("filter", "where"), ("where", "where")):
             if key in given:
                 if field in data and data[field] != given[key]:
                     raise ValueError(f"{field} given twice: as {field}= and in search_kwargs")
                 data[field] = given[key]
         return data
+
+    @field_validator("max_tokens", mode="before")
+    @classmethod
+    def _check_max_tokens(cls, value: Any) -> Any:
+        """The budget's own message (a bool or ``512.5`` is refused, not coerced)."""
+        return None if value is None else check_max_tokens(value)
 
     def model_post_init(self, context: Any, /) -> None:
         FusionConfig.from_dict(self._fusion_overrides())  # fail at construction on bad settings
@@ -225,17 +238,24 @@ class LandmarkRetriever(CollectionAdapter, BaseRetriever):
         filter: dict[str, Any] | None = None,  # LangChain's name for a metadata filter
         strategy: str | Strategy | None = None,
         mode: str | None = None,
+        max_tokens: int | None = None,
         **kwargs: Any,
     ) -> list[Document]:
         unknown = set(kwargs) - _IGNORED_KWARGS
         if unknown:
             raise TypeError(
-                f"unexpected retriever options {sorted(unknown)}; known: k, where (or filter), strategy, mode"
+                f"unexpected retriever options {sorted(unknown)}; known: k, max_tokens, where (or filter), strategy, mode"
             )
-        k = self.k if k is None else int(k)
-        if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
+        budget = self.max_tokens if max_tokens is None else check_max_tokens(max_tokens)
+        if k is None:
+            # with a budget, k caps the passages only when it was set; else the budget decides
+            k = self.k if budget is None or "k" in self.model_fields_set else None
+        if k is not None:
+            k = int(k)
+            if k < 1:
+                raise ValueError(f"k must be at least 1, got {k}")
         passages = self.index.search(
-            query, k, strategy=strategy, where=where or filter or self.where, order=self.order, mode=mode  # type: ignore[arg-type]
+            query, k, max_tokens=budget, strategy=strategy, where=where or filter or self.where,  # type: ignore[arg-type]
+            order=self.order, mode=mode,  # type: ignore[arg-type]
         )
         return [passage_document(p) for p in passages]

@@ -22,7 +22,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from landmark_rag.expand import AnySentenceSource, Strategy, choose_strategy
+from landmark_rag.expand import AnySentenceSource, Strategy, check_max_tokens, choose_strategy
 from landmark_rag.index import LandmarkIndex
 from landmark_rag.llama_index.convert import is_sentence_node, node_doc_id, node_to_hit, passage_to_node
 from landmark_rag.llama_index.sources import sentence_source
@@ -49,6 +49,11 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
     - ``order``: ``"score"`` (best first) or ``"document"`` (by document, then position).
     - ``top_n``: at most this many nodes back, passages formed from the best hits first (nodes
       passed through unexpanded count too, as for any LlamaIndex postprocessor's ``top_n``).
+    - ``max_tokens``: a context budget: the passages, best first, add up to at most this many
+      tokens (``embed_model``'s tokenizer; without one, about four characters a token), the
+      last cut at a sentence boundary and never less than one sentence; ``top_n`` then caps
+      their number (nodes passed through unexpanded are not counted against it).
+      ``LandmarkHybridRetriever(max_tokens=...)`` reads enough hits to fill it.
 
     A passage scores as its best hit (the retriever's score, so scores stay comparable with
     the rest of the query engine). Nodes that were not written by ``LandmarkNodeParser``
@@ -56,10 +61,11 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
     the ``QueryBundle`` (the retriever sets it) or computed with ``embed_model``.
     """
 
-    strategy: Literal["front", "surround", "adaptive"] = Field(default="front")  # resolved in __init__
+    strategy: Literal["front", "surround", "adaptive", "evidence"] = Field(default="front")  # resolved in __init__
     strategy_params: dict[str, int | float] = Field(default_factory=dict)
     order: Literal["score", "document"] = Field(default="score")
     top_n: int | None = Field(default=None, gt=0)
+    max_tokens: int | None = Field(default=None)
     vector_store: Any = Field(default=None, exclude=True)
     docstore: Any = Field(default=None, exclude=True)
     embed_model: BaseEmbedding | None = Field(default=None, exclude=True)
@@ -80,6 +86,8 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
         # a name, a ready object, or None for what the model's landmark_config.json names;
         # kept as plain fields (name + parameters) so the postprocessor serialises
         chosen = choose_strategy(strategy, strategy_params, _model_config(kwargs.get("embed_model")))
+        if kwargs.get("max_tokens") is not None:  # the budget's own message, not pydantic's coercion
+            kwargs["max_tokens"] = check_max_tokens(kwargs["max_tokens"])
         # pydantic's dataclass_transform gives super().__init__ the base's fields only, not these
         super().__init__(  # type: ignore[call-arg]
             vector_store=vector_store,
@@ -144,7 +152,9 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
             # The adaptive threshold compares neighbours' cosine scores with the hit's, so the
             # hit needs a cosine score too (vector stores report distances in their own scale).
             hits = self._index.rescore(query_vector, hits)
-        passages = self._index.expand(hits, query=query_vector, k=self.top_n, order=self.order)
+        passages = self._index.expand(
+            hits, query=query_vector, k=self.top_n, order=self.order, max_tokens=self.max_tokens
+        )
         retriever_score: dict[tuple[str, int], float | None] = {}
         for n in expandable:  # a sentence given twice (a fusion of retrievers) keeps its best score
             key = (node_doc_id(n.node), int(n.node.metadata[INDEX]))

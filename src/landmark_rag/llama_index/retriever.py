@@ -32,6 +32,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
 from llama_index.core.vector_stores import MetadataFilters
 
+from landmark_rag.expand import check_max_tokens
 from landmark_rag.index import LandmarkIndex
 from landmark_rag.llama_index.convert import HIDDEN_KEYS
 from landmark_rag.llama_index.sources import chroma_collection
@@ -52,6 +53,10 @@ class LandmarkHybridRetriever(BaseRetriever):
       model's fusion defaults); not needed for ``mode="lexical"``;
     - ``similarity_top_k``: sentence hits returned (the postprocessor merges them into
       passages, so ask for a few more than the passages you want);
+    - ``max_tokens``: instead of a number of hits, a context budget in tokens: the hits a
+      budgeted search reads (as many as it takes to fill the budget), so a
+      ``BoundaryExpansionPostprocessor`` with the same ``max_tokens`` returns the passages
+      ``LandmarkIndex.search(query, max_tokens=...)`` would;
     - ``mode``: ``hybrid``, ``dense`` or ``lexical``; ``None`` = the model's default;
     - ``fusion``: a ``FusionConfig`` or a dict of overrides (``method``, ``weight``, ``depth``,
       ``language``) on top of the model's;
@@ -68,6 +73,7 @@ class LandmarkHybridRetriever(BaseRetriever):
         embed_model: BaseEmbedding | None = None,
         *,
         similarity_top_k: int = 8,
+        max_tokens: int | None = None,
         mode: Literal["hybrid", "dense", "lexical"] | None = None,
         fusion: FusionConfig | dict[str, Any] | None = None,
         where: dict[str, Any] | None = None,
@@ -87,6 +93,7 @@ class LandmarkHybridRetriever(BaseRetriever):
             check_mode(mode)  # a clear error before anything is loaded
         self.embed_model = embed_model
         self.similarity_top_k = int(similarity_top_k)
+        self.max_tokens = check_max_tokens(max_tokens) if max_tokens is not None else None
         encoder = embed_model.encoder if embed_model is not None and hasattr(embed_model, "encoder") else None
         overrides = fusion.to_dict() if isinstance(fusion, FusionConfig) else dict(fusion or {})
         if mode is not None:
@@ -125,9 +132,15 @@ class LandmarkHybridRetriever(BaseRetriever):
         return _unit(query_bundle.embedding)
 
     def _search(self, query_bundle: QueryBundle, vector: np.ndarray | None) -> list[NodeWithScore]:
-        hits = self.index.hits(
-            query_bundle.query_str, self.similarity_top_k, mode=self.mode, where=self.where, query_vector=vector
-        )
+        if self.max_tokens is not None:
+            hits = self.index.hits(
+                query_bundle.query_str, max_tokens=self.max_tokens, mode=self.mode, where=self.where,
+                query_vector=vector,
+            )
+        else:
+            hits = self.index.hits(
+                query_bundle.query_str, self.similarity_top_k, mode=self.mode, where=self.where, query_vector=vector
+            )
         return [NodeWithScore(node=_hit_node(h), score=float(h.score)) for h in hits]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

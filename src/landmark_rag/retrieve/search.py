@@ -122,11 +122,29 @@ def find_budget_passages(
     count_tokens: Callable[[str], int] | None = None,
 ) -> list[Passage]:
     """Passages for ``request`` in rank order whose tokens add up to at most ``max_tokens``
-    (``expand.budget.fill_budget``: hit by hit, sentence-exact, at least one passage).
+    (``expand.budget.fill_budget``: hit by hit, sentence-exact, at least one passage)."""
+    return find_budget_hits(
+        request, max_tokens, sources, strategy, k=k, order=order, count_tokens=count_tokens
+    )[1]
+
+
+def find_budget_hits(
+    request: Request,
+    max_tokens: int,
+    sources: Sources,
+    strategy: Strategy,
+    *,
+    k: int | None = None,
+    order: Order = "score",
+    count_tokens: Callable[[str], int] | None = None,
+) -> tuple[list[Hit], list[Passage]]:
+    """The hits a budgeted search reads and the passages they fill ``max_tokens`` with.
 
     The best 8 hits (``2k`` when ``k`` caps the passages) are read first, and twice as many
-    each time their passages leave room in the budget, until it is full or the ranking
-    runs out: one read of their sentences per round (``read_sentences``).
+    each time their passages leave room in the budget, until it is full, the ranking runs
+    out or ``k`` passages are formed (lower hits could then only grow them): one read of
+    their sentences per round. A framework retriever returns these hits, and its expansion
+    step, given the same budget, forms the same passages from them.
     """
     count = count_tokens or approx_tokens
     n = max(2 * k, 8) if k else 8
@@ -136,11 +154,9 @@ def find_budget_passages(
             ranked.hits, sources.store, strategy, max_tokens, count_tokens=count, query_vector=request.vector,
             k=k, order=order,
         )
-        # enough: the budget is full, the ranking has no more, or the passage cap is reached
-        # (lower hits could only grow those passages, not add one)
         if full or ranked.exhausted or (k is not None and len(passages) >= k):
-            return passages
+            return ranked.hits, passages
         n *= 2
 
 
-__all__ = ["Order", "budget_passages", "find_budget_passages", "find_hits", "find_passages"]
+__all__ = ["Order", "budget_passages", "find_budget_hits", "find_budget_passages", "find_hits", "find_passages"]
