@@ -236,7 +236,7 @@ def test_retriever_returns_exactly_k_exact_non_overlapping_passages(squad: Squad
                 assert p.metadata["title"] == p.metadata["doc_id"]  # user metadata carried over
     assert len(retriever.invoke(squad.questions[0][0])) == 3  # constructor k
     # without a strategy the retriever expands the way the model's config says
-    # (surround for the shipped landmark-minilm)
+    # (evidence for the shipped landmark-minilm: without a budget it reads as surround 1/1)
     plain = LandmarkRetriever(persist_directory=squad.persist_dir, collection_name=squad.collection_name, k=3)
     question = squad.questions[0][0]
     as_model = [(d.metadata["first_sentence"], d.metadata["last_sentence"]) for d in plain.invoke(question)]
@@ -621,3 +621,35 @@ def test_docs_page_examples_run(tmp_path, monkeypatch, capsys):
             raise AssertionError(f"docs/langchain.md python block {i} failed: {exc!r}\n{block}") from exc
     out = capsys.readouterr().out
     assert "lighthouse:" in out and "1894." in out
+
+
+def test_retriever_and_compressor_token_budget(squad: SquadCollection):
+    from langchain_chroma import Chroma
+
+    base = {"persist_directory": squad.persist_dir, "collection_name": squad.collection_name}
+    sources = {d.id: d.page_content for d in squad.documents}
+    retriever = LandmarkRetriever(**base, max_tokens=200)
+    count = retriever.index.count_tokens
+    q = squad.questions[2][0]
+    passages = retriever.invoke(q)
+    assert passages and sum(count(p.page_content) for p in passages) <= 200
+    assert_exact_passages(passages, sources)
+    wide = retriever.invoke(q, max_tokens=900)  # a call's own budget
+    assert len(wide) > len(passages) and sum(count(p.page_content) for p in wide) <= 900
+    assert len(LandmarkRetriever(**base, max_tokens=900, k=2).invoke(q)) <= 2  # k set: a cap
+    as_kwargs = LandmarkRetriever(**base, search_kwargs={"max_tokens": 200}).invoke(q)
+    assert [p.id for p in as_kwargs] == [p.id for p in passages]
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match="max_tokens"):
+            LandmarkRetriever(**base, max_tokens=bad)
+        with pytest.raises(ValueError, match="max_tokens"):
+            BoundaryExpansionCompressor(**base, max_tokens=bad)
+    with pytest.raises(ValueError, match="max_tokens"):
+        retriever.invoke(q, max_tokens=-3)
+    store = Chroma(
+        collection_name=squad.collection_name, persist_directory=squad.persist_dir, embedding_function=LandmarkEmbeddings()
+    )
+    hits = store.as_retriever(search_kwargs={"k": 40}).invoke(q)
+    compressed = BoundaryExpansionCompressor(**base, max_tokens=150).compress_documents(hits, q)
+    assert compressed and sum(count(p.page_content) for p in compressed) <= 150
+    assert_exact_passages(list(compressed), sources)

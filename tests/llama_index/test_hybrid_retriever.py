@@ -156,3 +156,28 @@ def test_a_lexical_only_retriever_searches_with_the_recorded_models_fusion(tmp_p
     bare = ChromaSentenceStore.open(tmp_path / "db", "bare", identity={"model_name": "m", "pooling": "mean"})
     plain = LandmarkHybridRetriever(ChromaVectorStore(chroma_collection=bare.collection), mode="lexical").fusion
     assert (plain.bm25_k1, plain.bm25_b) == (FusionConfig().bm25_k1, FusionConfig().bm25_b)  # nothing recorded
+
+
+def test_token_budget_through_retriever_and_postprocessor(setup):
+    _, vs, embed, docs, questions = setup
+    by_id = {d.id_: d.text for d in docs}
+    retriever = LandmarkHybridRetriever(vs, embed, max_tokens=160)
+    pp = BoundaryExpansionPostprocessor(vector_store=vs, embed_model=embed, max_tokens=160)
+    assert pp.max_tokens == 160
+    count = embed.encoder.count_tokens
+    for _, q in questions[:3]:
+        nodes = pp.postprocess_nodes(retriever.retrieve(q.text), query_str=q.text)
+        assert nodes and sum(count(n.node.text) for n in nodes) <= 160
+        for n in nodes:
+            md = n.node.metadata
+            assert by_id[md["doc_id"]][md["start"] : md["end"]] == n.node.text
+        # the two framework steps give what the core's budgeted search gives
+        core = retriever.index.search(q.text, max_tokens=160)
+        assert [(n.node.metadata["doc_id"], n.node.metadata["start"]) for n in nodes] == [
+            (p.doc_id, p.start) for p in core
+        ]
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="max_tokens"):
+            LandmarkHybridRetriever(vs, embed, max_tokens=bad)
+        with pytest.raises(ValueError, match="max_tokens"):
+            BoundaryExpansionPostprocessor(vector_store=vs, embed_model=embed, max_tokens=bad)
