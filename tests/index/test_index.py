@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from landmark_rag import LandmarkIndex
-from landmark_rag.expand import Surround
+from landmark_rag.expand import Evidence, Surround
 from landmark_rag.store import StoreMismatchError
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "landmark_rag"
@@ -127,7 +127,7 @@ def test_per_call_strategy_honours_strategy_params(built, article):
     db, _, _ = built
     params = {"before": 0, "after": 0}
     index = LandmarkIndex.open(db, collection="articles", create=False, strategy_params=params)
-    assert index.strategy == Surround(0, 0)  # the model's own expansion, with these parameters
+    assert index.strategy == Evidence(0, 0)  # the model's own expansion, with these parameters
     q = article.questions[1].text
     assert index.resolve_strategy("surround") == Surround(0, 0)
     passages = index.search(q, k=3, strategy="surround")

@@ -490,7 +490,7 @@ class LandmarkIndex:
         ``max_tokens < 1`` (or not a whole number) or an unknown ``order`` raise ``ValueError``.
         """
         k, budget = _limits(k, max_tokens)
-        _check_request(k or 1, order, [query], vector_given=query_vector is not None)
+        _check_request(1 if k is None else k, order, [query], vector_given=query_vector is not None)
         mode = self.resolve_mode(mode)
         strat = self.resolve_strategy(strategy)
         if query_vector is None and self._needs_vector(mode, strat):
@@ -512,7 +512,7 @@ class LandmarkIndex:
         """:meth:`search` for many queries, encoded in batches (all checked first)."""
         queries = list(queries)
         k, budget = _limits(k, max_tokens)
-        _check_request(k or 1, order, queries)
+        _check_request(1 if k is None else k, order, queries)
         if not queries:
             return []
         mode = self.resolve_mode(mode)
