@@ -115,6 +115,7 @@ def test_query_token_budget(indexed: Path) -> None:
             text = Path(r["source"]).read_text(encoding="utf-8")
             assert text[r["start"] : r["end"]] == r["text"]
             assert r["hit_sentences"]  # every passage, cut or not, keeps a hit
+    assert rows[0]["doc_id"] == doc_id and answer in rows[0]["text"]  # the best passage, grown, holds it
     assert len(query_json(indexed, question, "--max-tokens", 400, "-k", 1)) == 1  # k caps the passages
 
 
