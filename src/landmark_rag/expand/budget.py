@@ -32,11 +32,11 @@ from typing import Literal
 
 import numpy as np
 
+from landmark_rag.expand.expand import hit_cosine, make_passage
 from landmark_rag.expand.grow import grow_range, growth_reach, lead_target, lean
 from landmark_rag.expand.headings import is_heading_line
 from landmark_rag.expand.strategies import Strategy, join_limits
-from landmark_rag.store.schema import user_metadata
-from landmark_rag.types import DENSE_SCORE, Hit, Passage, Sentence, passage_pages
+from landmark_rag.types import Hit, Passage, Sentence
 
 
 def check_max_tokens(max_tokens: object) -> int:
@@ -230,21 +230,9 @@ def _rebuild(runs: dict[str, list[_Run]], d: str, read: set[int], hit: Hit) -> N
 
 
 def _passage(doc_id: str, run: _Run, sents: Mapping[int, Sentence]) -> Passage:
-    seq = [sents[i] for i in range(run.lo, run.hi + 1)]
-    text = seq[0].text + "".join(s.space_before + s.text for s in seq[1:])
     best = max(run.hits, key=lambda h: h.score)
-    cosines = [float(v) for h in run.hits if isinstance(v := (h.metadata or {}).get(DENSE_SCORE), int | float)]
-    return Passage(
-        doc_id=doc_id,
-        start=seq[0].start,
-        end=seq[-1].end,
-        first_index=run.lo,
-        last_index=run.hi,
-        hit_indices=sorted({h.sentence.index for h in run.hits}),
-        score=float(best.score),
-        text=text,
-        metadata=user_metadata(best.metadata),
-        pages=passage_pages(seq),
-        heading=seq[0].heading,
-        cosine=max(cosines) if cosines else None,
+    cosines = [c for c in (hit_cosine(h) for h in run.hits) if c is not None]
+    return make_passage(
+        doc_id, run.lo, run.hi, sents, (h.sentence.index for h in run.hits), best.score, best,
+        max(cosines) if cosines else None,
     )

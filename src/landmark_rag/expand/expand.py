@@ -88,7 +88,7 @@ class _Span:
     cosine: float | None = None
 
 
-def _hit_cosine(hit: Hit) -> float | None:
+def hit_cosine(hit: Hit) -> float | None:
     value = hit.metadata.get(DENSE_SCORE) if hit.metadata else None
     return float(value) if isinstance(value, int | float) else None
 
@@ -150,7 +150,7 @@ def expand_hits(
             z = h.sentence.index
             lo, hi = strat.span(z, h.score, sents, vecs, query_vector, count)
             lo, hi = _without_heading_edges(lo, hi, z, sents)
-            spans.append(_Span(lo, hi, h.score, [z], h, _hit_cosine(h)))
+            spans.append(_Span(lo, hi, h.score, [z], h, hit_cosine(h)))
         spans_by_doc[doc_id] = spans
         sents_by_doc[doc_id] = sents
         joins_by_doc[doc_id] = _joiner(strat, sents, count)
@@ -264,19 +264,34 @@ def _merge(spans: list[_Span], joins: _Joins = _touching) -> list[_Span]:
 
 
 def _passage(doc_id: str, span: _Span, sents: dict[int, Sentence]) -> Passage:
-    run = [sents[i] for i in range(span.lo, span.hi + 1)]
+    return make_passage(doc_id, span.lo, span.hi, sents, span.hits, span.score, span.best, span.cosine)
+
+
+def make_passage(
+    doc_id: str,
+    lo: int,
+    hi: int,
+    sents: Mapping[int, Sentence],
+    hit_indices: Iterable[int],
+    score: float,
+    best: Hit,
+    cosine: float | None,
+) -> Passage:
+    """The passage of sentences ``lo..hi``: its text rebuilt exactly from the sentences (each
+    keeps the whitespace before it), scored as its best hit, with that hit's user metadata."""
+    run = [sents[i] for i in range(lo, hi + 1)]
     text = run[0].text + "".join(s.space_before + s.text for s in run[1:])
     return Passage(
         doc_id=doc_id,
         start=run[0].start,
         end=run[-1].end,
-        first_index=span.lo,
-        last_index=span.hi,
-        hit_indices=sorted(set(span.hits)),
-        score=float(span.score),
+        first_index=lo,
+        last_index=hi,
+        hit_indices=sorted(set(hit_indices)),
+        score=float(score),
         text=text,
-        metadata=user_metadata(span.best.metadata),
+        metadata=user_metadata(best.metadata),
         pages=passage_pages(run),
         heading=run[0].heading,
-        cosine=span.cosine,
+        cosine=cosine,
     )

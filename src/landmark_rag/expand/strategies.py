@@ -29,6 +29,11 @@ class _Window:
     def candidates(self, hit: int) -> range:
         raise NotImplementedError
 
+    def window(self, hit: int) -> range:
+        """The sentences a hit takes on its own (its candidates, unless a strategy reads
+        further than it takes)."""
+        return self.candidates(hit)
+
     def span(
         self,
         hit: int,
@@ -39,7 +44,7 @@ class _Window:
         count_tokens: Callable[[str], int],
     ) -> tuple[int, int]:
         """The inclusive sentence range ``(lo, hi)`` of the passage around ``hit``."""
-        rng = self.candidates(hit)
+        rng = self.window(hit)
         lo = hi = hit
         while lo - 1 >= rng.start and lo - 1 in sents:
             lo -= 1
@@ -199,24 +204,6 @@ class Evidence(_Window):
         # the window plus the gap a join may fill: sentences between two joined windows are
         # within ``bridge`` of one of them, so one read per search supplies them
         return range(hit - self.before - self.bridge, hit + self.after + self.bridge + 1)
-
-    def span(
-        self,
-        hit: int,
-        score: float,
-        sents: Mapping[int, Sentence],
-        vectors: Mapping[int, np.ndarray],
-        query: np.ndarray | None,
-        count_tokens: Callable[[str], int],
-    ) -> tuple[int, int]:
-        """The hit's own window (joins happen when the spans of a document are merged)."""
-        rng = self.window(hit)
-        lo = hi = hit
-        while lo - 1 >= rng.start and lo - 1 in sents:
-            lo -= 1
-        while hi + 1 < rng.stop and hi + 1 in sents:
-            hi += 1
-        return lo, hi
 
 
 Strategy = Front | Surround | Adaptive | Evidence

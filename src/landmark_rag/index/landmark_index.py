@@ -45,7 +45,7 @@ from landmark_rag.ingest import (
 from landmark_rag.retrieve import Request, Sources, cosine_rescore, find_hits, find_passages, unit_vector
 from landmark_rag.retrieve.fusion import FusionConfig, Mode, check_mode, model_fusion
 from landmark_rag.retrieve.rescore import Scored
-from landmark_rag.retrieve.search import budget_passages, find_budget_hits, find_budget_passages
+from landmark_rag.retrieve.search import budget_passages, find_budget_hits
 from landmark_rag.store import (
     DEFAULT_COLLECTION,
     DEFAULT_DB,
@@ -594,10 +594,10 @@ class LandmarkIndex:
         :meth:`search` / :meth:`search_many`, never again per read)."""
         request = Request(mode, query, vector, where)
         if max_tokens is not None:
-            return find_budget_passages(
+            return find_budget_hits(
                 request, max_tokens, self._sources(mode), strategy, k=k, order=order,
                 count_tokens=self._token_counter(),
-            )
+            )[1]
         assert k is not None  # _limits gives k a default when there is no budget
         return find_passages(
             request, k, self._sources(mode), strategy, order=order, count_tokens=self._token_counter()

@@ -2,13 +2,13 @@
 expanded passages, or the passages that fill a token budget.
 
 ``ranking.read_best`` reads a mode's best sentences once; ``search.find_hits``,
-``search.find_passages`` and ``search.find_budget_passages`` hold the loops that ask for more.
+``search.find_passages`` and ``search.find_budget_hits`` hold the loops that ask for more.
 """
 
 from landmark_rag.retrieve.fusion import FusionConfig, fuse, model_fusion
 from landmark_rag.retrieve.ranking import Ranked, Request, Sources, read_best
 from landmark_rag.retrieve.rescore import cosine_rescore, unit_vector
-from landmark_rag.retrieve.search import budget_passages, find_budget_passages, find_hits, find_passages
+from landmark_rag.retrieve.search import budget_passages, find_budget_hits, find_hits, find_passages
 
 __all__ = [
     "FusionConfig",
@@ -17,7 +17,7 @@ __all__ = [
     "Sources",
     "budget_passages",
     "cosine_rescore",
-    "find_budget_passages",
+    "find_budget_hits",
     "find_hits",
     "find_passages",
     "fuse",

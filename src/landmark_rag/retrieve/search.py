@@ -111,23 +111,6 @@ def budget_passages(
     )
 
 
-def find_budget_passages(
-    request: Request,
-    max_tokens: int,
-    sources: Sources,
-    strategy: Strategy,
-    *,
-    k: int | None = None,
-    order: Order = "score",
-    count_tokens: Callable[[str], int] | None = None,
-) -> list[Passage]:
-    """Passages for ``request`` in rank order whose tokens add up to at most ``max_tokens``
-    (``expand.budget.fill_budget``: hit by hit, sentence-exact, at least one passage)."""
-    return find_budget_hits(
-        request, max_tokens, sources, strategy, k=k, order=order, count_tokens=count_tokens
-    )[1]
-
-
 def find_budget_hits(
     request: Request,
     max_tokens: int,
@@ -138,7 +121,9 @@ def find_budget_hits(
     order: Order = "score",
     count_tokens: Callable[[str], int] | None = None,
 ) -> tuple[list[Hit], list[Passage]]:
-    """The hits a budgeted search reads and the passages they fill ``max_tokens`` with.
+    """The hits a budgeted search reads and the passages, in rank order, whose tokens add up
+    to at most ``max_tokens`` (``expand.budget.fill_budget``: hit by hit, sentence-exact, at
+    least one passage).
 
     The best 8 hits (``2k`` when ``k`` caps the passages) are read first, and twice as many
     each time their passages leave room in the budget, until it is full, the ranking runs
@@ -159,4 +144,4 @@ def find_budget_hits(
         n *= 2
 
 
-__all__ = ["Order", "budget_passages", "find_budget_hits", "find_budget_passages", "find_hits", "find_passages"]
+__all__ = ["Order", "budget_passages", "find_budget_hits", "find_hits", "find_passages"]
