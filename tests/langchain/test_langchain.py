@@ -26,6 +26,10 @@ from types import ModuleType
 import numpy as np
 import pytest
 from conftest import EXCERPT, REPO, SHARED_SQUAD, load_squad
+
+pytest.importorskip("langchain_core", reason="the langchain extra")
+pytest.importorskip("langchain_chroma", reason="the langchain extra")
+
 from langchain_core.documents import Document
 from pydantic import Field
 

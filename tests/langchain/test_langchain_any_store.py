@@ -14,6 +14,9 @@ import warnings
 import numpy as np
 import pytest
 from conftest import EXCERPT, load_squad
+
+pytest.importorskip("langchain_core", reason="the langchain extra")
+
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
 

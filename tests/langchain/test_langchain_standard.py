@@ -10,6 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
+pytest.importorskip("langchain_core", reason="the langchain extra")
+pytest.importorskip("langchain_chroma", reason="the langchain extra")
+pytest.importorskip("langchain_tests", reason="langchain-tests (test extra)")
+
 from langchain_tests.integration_tests import EmbeddingsIntegrationTests, RetrieversIntegrationTests
 from langchain_tests.unit_tests import EmbeddingsUnitTests
 
