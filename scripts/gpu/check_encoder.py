@@ -1,4 +1,5 @@
-"""The encoder's CUDA path against its CPU fp32 path, on a lent GPU machine.
+"""The encoder's CUDA path against its CPU fp32 path, on a GPU host
+(scripts/gpu/README.md).
 
 Encodes SQuAD articles (and queries) with all-MiniLM-L6-v2 on CUDA with every default (bf16
 weights, SDPA, batches sized from free memory, the producer thread, pinned copies, pooling on

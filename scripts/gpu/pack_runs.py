@@ -1,4 +1,4 @@
-"""Pack what a GPU session's training runs leave into a few archives under 16 MiB each.
+"""Pack what the training runs on a GPU host leave into a few archives of at most 15 MiB each.
 
 Per run: its log and latest history; the finished model (adapter and configs) when the run
 ended; the checkpoint with the best validation R@1 (weights only; left out when it is the
@@ -23,7 +23,7 @@ def steps_of(ckpts: Path) -> list[Path]:
     return sorted(ckpts.glob("step-*"), key=lambda p: int(p.name.split("-")[1])) if ckpts.is_dir() else []
 
 
-#: the device tool brings back files of up to 16 MiB
+#: the largest file written: archives over it are cut into pieces that are easy to copy back
 LIMIT = 15 * 2**20
 
 

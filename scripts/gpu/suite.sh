@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The test suite on a lent CUDA machine (needs setup.sh first, with the wheels that
-# `pack_carry.py --tests` puts in whl-suite/: pytest plugins, Chroma, bm25s, PyStemmer, gguf,
-# typer). The encoder picks CUDA by default there, so every test that builds one without naming a
-# device runs on the GPU. Modules whose imports the machine still lacks (llama-index, langchain)
-# fail to collect and are listed apart from real failures (Ray's and the document extractors'
-# tests skip); tests of shipped models fail when their weights were moved aside to fit the carry.
+# The whole test suite on an offline CUDA host (scripts/gpu/README.md; needs setup.sh first, with
+# the wheels that `pack_carry.py --tests` puts in whl-suite/: every extra of `.[all]`, the test
+# extra and pytest-timeout). The encoder picks CUDA by default there, so every test that builds
+# one without naming a device runs on the GPU. A module whose optional extra is missing skips
+# (pytest.importorskip); one that fails to collect anyway is listed apart from real failures.
+# Tests of shipped models fail when their adapters were moved out of the tree (weights_aside.sh).
 #
 # Each test has a time limit (TEST_TIMEOUT, 150 s). faulthandler dumps every thread's stack of a
 # test still running at 120 s, even one waiting inside C; a test stuck in Python code then fails
@@ -14,8 +14,7 @@
 #
 #   bash scripts/gpu/suite.sh                        # tests/, one process, at most 8 minutes
 #   TEST_DIRS="tests/encode tests/train" bash scripts/gpu/suite.sh
-#   SUITE_WORKERS=4 SUITE_ARGS="--ignore=tests/llama_index --ignore=tests/langchain" \
-#     bash scripts/gpu/suite.sh              # 4 processes (pytest-xdist), the modules it cannot collect left out
+#   SUITE_WORKERS=4 bash scripts/gpu/suite.sh       # 4 processes (pytest-xdist)
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"

@@ -1,4 +1,4 @@
-"""Where the device's time goes in one default ``encode_documents`` call (a lent GPU machine,
+"""Where the device's time goes in one default ``encode_documents`` call (a GPU host,
 after setup.sh): torch.profiler over the call, with random weights of all-MiniLM-L6-v2's
 architecture (``benchmarks/gpu_throughput.py``'s model). Prints the wall time, the summed
 kernel time (device busy share) and the kernels and host operators that take the most.

@@ -6,9 +6,9 @@
 #
 # RUN is a config in docs/experiments/runs/ (without .json); RUN=DIR resumes it from a checkpoint
 # (OUTPUT/checkpoints/step-N, optimiser state included): a path in the checkout, or an absolute one
-# such as /tmp/runs/NAME/checkpoints/step-800 that an earlier call left on the same warm machine.
+# such as /tmp/runs/NAME/checkpoints/step-800 that an earlier run left on the host.
 # Each run trains with --device cuda --mixed-precision bf16, checkpoints every 400 steps, and is
-# stopped at the deadline (seconds from now) if not done; its latest checkpoint then comes back
+# stopped at the deadline (seconds from now) if not done; its latest checkpoint is then packed
 # for the next --resume.
 set -uo pipefail
 source "$(dirname "$0")/env.sh"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Move shipped weights out of the working tree before a call to a lent GPU machine, and back after.
-# The device tool copies the tree in every call (64 MiB with what the call carries); all shipped
-# adapters are 61 MB. The mpnet ones (44 MB) are useless there anyway: their base model (438 MB)
-# does not travel, and the tests that need it skip without it.
+# Move the shipped adapters out of the working tree before copying the checkout to an offline GPU
+# host (scripts/gpu/README.md), and back after. They are 61 MB and not needed to benchmark or
+# train. The mpnet ones (44 MB) need their base model (438 MB), which the host has only with
+# pack_mpnet.py's copy; without it the tests that need them skip. The test suite needs the rest.
 #   bash scripts/gpu/weights_aside.sh out [mpnet|all]   # mpnet (default): landmark-mpnet and its releases
 #   bash scripts/gpu/weights_aside.sh back              # restore whatever was moved
 set -euo pipefail
