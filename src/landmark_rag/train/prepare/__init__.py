@@ -81,7 +81,7 @@ def _convert(recipe: Recipe, source: Source, paths: list[Path]) -> tuple[list[Ar
     excluded: Counter[str] = Counter()
     seen: set[str] = set()
     for doc in convert(sorted(paths), source.name, source.domain):
-        reason = exclusion_reason(recipe, doc.title)
+        reason = exclusion_reason(recipe, doc.title, doc.text)
         if reason is None and source.role == "documents":
             key = normalise_title(doc.title)
             reason = "repeated title" if key in seen else None

@@ -78,6 +78,10 @@ class Recipe:
     excluded_titles: frozenset[str]  # normalised evaluation titles
     domain_titles: frozenset[str]  # normalised titles of reserved domains
     domain_patterns: tuple[re.Pattern[str], ...]
+    # documents of evaluation benchmarks (long-evidence files): kept out by normalised title and,
+    # since a collection can hold the same text under another name, by shared word shingles
+    benchmark_titles: frozenset[str] = frozenset()
+    benchmark_shingles: frozenset[int] = frozenset()
     pseudo: PseudoSpec | None = None
     path: Path | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -111,6 +115,7 @@ def load_recipe(path: str | os.PathLike[str]) -> Recipe:
     titles: set[str] = set()
     for name in exclude.get("title_files", []):
         titles.update(_read_titles(path.parent / name))
+    benchmark_titles, benchmark_shingles = _read_benchmarks([path.parent / n for n in exclude.get("benchmark_files", [])])
     pseudo = data.get("pseudo_documents")
     return Recipe(
         name=data["name"], description=data.get("description", ""), seed=int(data.get("seed", 0)),
@@ -118,6 +123,7 @@ def load_recipe(path: str | os.PathLike[str]) -> Recipe:
         excluded_titles=frozenset(normalise_title(t) for t in titles),
         domain_titles=frozenset(normalise_title(t) for t in exclude.get("domain_titles", [])),
         domain_patterns=tuple(re.compile(p) for p in exclude.get("domain_title_patterns", [])),
+        benchmark_titles=benchmark_titles, benchmark_shingles=benchmark_shingles,
         pseudo=PseudoSpec(
             positives=tuple(pseudo["positives"]), distractors=tuple(pseudo.get("distractors", [])),
             positives_per_document=tuple(pseudo.get("positives_per_document", (2, 5))),
@@ -139,3 +145,19 @@ def _read_checksums(path: Path) -> dict[str, str]:
 
 def _read_titles(path: Path) -> list[str]:
     return [t.strip() for t in path.read_text(encoding="utf-8").splitlines() if t.strip() and not t.startswith("#")]
+
+
+def _read_benchmarks(paths: list[Path]) -> tuple[frozenset[str], frozenset[int]]:
+    """Normalised titles and text shingles of every document of these long-evidence files."""
+    if not paths:
+        return frozenset(), frozenset()
+    from landmark_rag.datasets.longevidence import LongEvidenceFormatError, load_long_evidence
+    from landmark_rag.train.prepare.overlap import shingles_of
+
+    docs = []
+    for p in paths:
+        try:
+            docs.extend(load_long_evidence(p).documents)
+        except LongEvidenceFormatError as exc:
+            raise TrainingInputError(f"benchmark file of the recipe: {exc}") from exc
+    return frozenset(normalise_title(d.title) for d in docs), shingles_of(d.text for d in docs)
