@@ -109,7 +109,7 @@ def test_room_left_is_used_by_shorter_sentences_further_down(sents):
     hits = [Hit(ss[0], 0.9), Hit(ss[2], 0.5)]
     cost = {s.text: n for s, n in zip(ss, (30, 25, 5), strict=True)}
     read = {"d": dict(enumerate(ss))}
-    ps, _ = fill_budget(hits, read, Surround(0, 1), 36, lambda t: cost[t])
+    ps, _ = fill_budget(hits, read, Surround(0, 1), 36, lambda t: cost[t.strip()])
     # 0 (30); its neighbour 1 (25) does not fit, the lower hit 2 (5) does
     assert spans(ps) == [(0, 0), (2, 2)]
 
@@ -118,3 +118,18 @@ def test_room_left_is_used_by_shorter_sentences_further_down(sents):
 def test_bad_budgets_are_refused(bad):
     with pytest.raises(ValueError, match="max_tokens"):
         check_max_tokens(bad)
+
+
+def test_the_whitespace_between_sentences_is_paid_for():
+    # a tokenizer that gives a blank line tokens of its own (byte-level BPE does): sentences
+    # counted bare would add up to less than the passage that joins them
+    text = "One two three.\n\nFour five six.\n\nSeven eight nine."
+    ss = segment_sentences(text, doc_id="d")
+    assert len(ss) == 3
+
+    def count(t: str) -> int:
+        return len(t.split()) + t.count("\n\n")
+
+    hits = [Hit(ss[1], 0.9)]
+    ps, _ = fill_budget(hits, {"d": dict(enumerate(ss))}, Surround(1, 1), 6, count)
+    assert ps and sum(count(p.text) for p in ps) <= 6

@@ -103,8 +103,13 @@ def fill_budget(
     docs: dict[str, dict[int, Sentence]] = {}  # the sentences read, and every hit's own
 
     def cost(d: str, i: int) -> int:
+        # with the whitespace before it: a byte-level BPE tokenizer gives the blank line
+        # between two sentences tokens of its own, so sentences counted bare would add up to
+        # less than the passage that joins them (a passage's first sentence is counted with
+        # its whitespace too, which can only keep the total lower)
         if (d, i) not in costs:
-            costs[(d, i)] = count_tokens(docs[d][i].text)
+            s = docs[d][i]
+            costs[(d, i)] = count_tokens(s.space_before + s.text)
         return costs[(d, i)]
 
     runs: dict[str, list[_Run]] = defaultdict(list)
