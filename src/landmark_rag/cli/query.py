@@ -35,7 +35,8 @@ def query_command(
     max_tokens: int | None = typer.Option(
         None, "--max-tokens", min=1,
         help="Token budget: the passages, in rank order, add up to at most this many tokens of the model's "
-        "tokenizer (the last cut at a sentence boundary; never less than one sentence).",
+        "tokenizer (a passage that does not fit whole is cut between sentences, around its hit; never less "
+        "than one sentence).",
     ),
     strategy: str | None = typer.Option(
         None, "--strategy",

@@ -471,8 +471,8 @@ class LandmarkIndex:
 
         ``k`` (default 4) counts passages; ``max_tokens`` counts what a reader pays for: the
         passages come in rank order and their texts add up to at most ``max_tokens`` tokens of
-        the model's tokenizer (:meth:`count_tokens`), the last one cut at a sentence boundary
-        (it keeps its hit and the sentences nearest to it). A passage is never less than one
+        the model's tokenizer (:meth:`count_tokens`); a passage that does not fit whole is cut
+        between sentences (it keeps its hit and the sentences nearest to it). A passage is never less than one
         sentence: when the best hit's sentence alone is longer than ``max_tokens``, it comes
         back alone. With both, ``k`` caps the number of passages. The model's expansion
         decides how the budget is spent (``Evidence`` first grows the best passage into the

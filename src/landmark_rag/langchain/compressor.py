@@ -58,7 +58,8 @@ class BoundaryExpansionCompressor(CollectionAdapter, BaseDocumentCompressor):
     - ``k``: at most this many passages (best-first hits that form them); ``None``: all.
     - ``max_tokens``: a context budget: the passages, best first, add up to at most this many
       tokens of the model's tokenizer (about four characters a token when the index has no
-      model), the last cut at a sentence boundary, never less than one sentence.
+      model); a passage that does not fit whole is cut between sentences around its hit, never
+      less than one sentence.
     - ``order``: ``score`` (best first) or ``document`` (reading order).
     """
 

@@ -56,8 +56,8 @@ class LandmarkRetriever(CollectionAdapter, BaseRetriever):
     - ``client``: a ready ``chromadb`` client (wins over ``persist_directory``).
     - ``k``: passages per query (also ``invoke(query, k=...)``).
     - ``max_tokens``: a context budget instead: the passages, best first, add up to at most
-      this many tokens of the model's tokenizer, the last cut at a sentence boundary (never
-      less than one sentence); a ``k`` you set then caps their number. Also
+      this many tokens of the model's tokenizer, a passage that does not fit whole cut between
+      sentences around its hit (never less than one sentence); a ``k`` you set then caps their number. Also
       ``invoke(query, max_tokens=...)``.
     - ``strategy`` / ``strategy_params``: boundary expansion, ``front`` (hit and ``k-1``
       predecessors, the paper's default), ``surround``, ``adaptive`` or ``evidence``; e.g.
