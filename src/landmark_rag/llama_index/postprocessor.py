@@ -50,8 +50,8 @@ class BoundaryExpansionPostprocessor(BaseNodePostprocessor):
     - ``top_n``: at most this many nodes back, passages formed from the best hits first (nodes
       passed through unexpanded count too, as for any LlamaIndex postprocessor's ``top_n``).
     - ``max_tokens``: a context budget: the passages, best first, add up to at most this many
-      tokens (``embed_model``'s tokenizer; without one, about four characters a token), the
-      last cut at a sentence boundary and never less than one sentence; ``top_n`` then caps
+      tokens (``embed_model``'s tokenizer; without one, about four characters a token); a
+      passage that does not fit whole is cut between sentences, never less than one sentence; ``top_n`` then caps
       their number (nodes passed through unexpanded are not counted against it).
       ``LandmarkHybridRetriever(max_tokens=...)`` reads enough hits to fill it.
 
