@@ -5,18 +5,16 @@ folder another process wrote (``store/client.py``), the manifest's write protoco
 rule for what readers see (``store/manifest.py``), the model identity
 (``store/identity.py``) and the reads every reader goes through (``store/reads.py``:
 nearest neighbours, records by id, sentences by document). What lives here is opening a
-store, writing documents, and what the manifest says about them.
+store, writing documents, and what the manifest says about them; how a document's sentences
+are laid out as records for a write is ``store/records.py``.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
-
-import numpy as np
 
 from landmark_rag.store.client import (
     DEFAULT_COLLECTION,
@@ -34,21 +32,14 @@ from landmark_rag.store.identity import (
     stamped_models,
 )
 from landmark_rag.store.manifest import (
-    DocumentWrite,
     GroupWriteError,
     Manifest,
     is_complete,
-    new_version,
     written_before,
 )
 from landmark_rag.store.reads import SentenceReads
-from landmark_rag.store.schema import (
-    DOC_HASH,
-    content_hash,
-    flat_metadata,
-    sentence_id,
-    sentence_metadata,
-)
+from landmark_rag.store.records import GroupRows, document_rows, write_groups
+from landmark_rag.store.schema import DOC_HASH
 from landmark_rag.types import EncodedDocument
 
 
@@ -172,7 +163,7 @@ class ChromaSentenceStore(SentenceReads):
         document leaves nothing stale behind. The previous version stays visible until the
         new one is complete; a failure of the store raises :class:`StoreError`.
         """
-        rows = _rows(encoded, metadata, doc_hash, store_text)
+        rows = document_rows(encoded, metadata, doc_hash, store_text)
 
         def write(version: str) -> None:
             self._io.upsert_sentences(rows.ids(version), rows.vectors, rows.metadatas(version), rows.texts)
@@ -220,7 +211,7 @@ class ChromaSentenceStore(SentenceReads):
         rows = []
         for i, (doc, md, h) in enumerate(zip(docs, mds, hashes, strict=True)):
             try:
-                rows.append(_rows(doc, md, h, store_text))
+                rows.append(document_rows(doc, md, h, store_text))
             except ValueError as exc:
                 raise ValueError(f"document {i} ({doc.doc_id!r}): {exc}") from exc
         # everything the call writes is checked and laid out before its first write: a document
@@ -232,7 +223,7 @@ class ChromaSentenceStore(SentenceReads):
                     f"document {r.doc_id!r} has vectors of width {r.vectors.shape[1:]}, the first document "
                     f"{widths[0]}: one call writes vectors of one width"
                 )
-        groups = [_GroupRows.of(part) for part in _groups(rows, self._io.batch_size())]
+        groups = [GroupRows.of(part) for part in write_groups(rows, self._io.batch_size())]
         written = 0
         for group in groups:
             try:
@@ -332,88 +323,6 @@ class ChromaSentenceStore(SentenceReads):
         self._io.fresh()
         with store_errors("counting sentences"):
             return int(self._io.collection.count())
-
-
-@dataclass(frozen=True)
-class _Rows:
-    """One document as the store writes it: its sentence records less the version, which
-    each write chooses afresh."""
-
-    encoded: EncodedDocument
-    doc_id: str
-    doc_hash: str
-    metadata: dict[str, Any]
-    vectors: np.ndarray
-    texts: list[str]
-    text: str | None
-
-    def ids(self, version: str) -> list[str]:
-        return [sentence_id(self.doc_id, s.index, version) for s in self.encoded.sentences]
-
-    def metadatas(self, version: str) -> list[dict[str, Any]]:
-        return [sentence_metadata(s.with_doc_id(self.doc_id), self.doc_hash, self.metadata, version)
-                for s in self.encoded.sentences]
-
-
-def _rows(encoded: EncodedDocument, metadata: dict[str, Any] | None, doc_hash: str | None, store_text: bool) -> _Rows:
-    """Check one document and lay out its rows (the checks of :meth:`ChromaSentenceStore.add_document`)."""
-    doc_id = encoded.doc_id
-    if not doc_id:
-        raise ValueError("add_document needs an EncodedDocument with a doc_id")
-    if len(encoded.sentences) != len(encoded.embeddings):
-        raise ValueError("sentences and embeddings differ in length")
-    return _Rows(
-        encoded, doc_id, doc_hash or content_hash(encoded.text), flat_metadata(metadata),
-        np.asarray(encoded.embeddings, dtype=np.float32), [s.text for s in encoded.sentences],
-        encoded.text if store_text else None,
-    )
-
-
-def _groups(rows: list[_Rows], limit: int) -> Iterator[list[_Rows]]:
-    """Consecutive documents in groups of at most ``limit`` in which every ``doc_id`` is once:
-    a second write of a document starts a new group, so it lands after the first, as it
-    would written one by one."""
-    group: list[_Rows] = []
-    ids: set[str] = set()
-    for row in rows:
-        if row.doc_id in ids or len(group) >= limit:
-            yield group
-            group, ids = [], set()
-        group.append(row)
-        ids.add(row.doc_id)
-    if group:
-        yield group
-
-
-@dataclass(frozen=True)
-class _GroupRows:
-    """A group's documents for the manifest (each with its fresh version) and its sentence
-    records, all documents' rows in one list, for one batched upsert."""
-
-    docs: list[DocumentWrite]
-    ids: list[str]
-    vectors: np.ndarray
-    metadatas: list[dict[str, Any]]
-    texts: list[str]
-
-    @classmethod
-    def of(cls, rows: list[_Rows]) -> _GroupRows:
-        docs, ids, metadatas, texts, vectors = [], [], [], [], []
-        for r in rows:
-            version = new_version()
-            docs.append(DocumentWrite(r.doc_id, version, len(r.texts), r.doc_hash, r.metadata, r.text))
-            ids += r.ids(version)
-            metadatas += r.metadatas(version)
-            texts += r.texts
-            if r.texts:
-                vectors.append(r.vectors)
-        # one array for the group's upsert (add_documents checked the call has one width)
-        stacked = np.concatenate(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
-        return cls(docs, ids, stacked, metadatas, texts)
-
-    def write(self, io: Collections) -> Callable[[], None]:
-        """Step 2 of the protocol for the whole group: its sentences in the client's batches."""
-        return lambda: io.upsert_sentences(self.ids, self.vectors, self.metadatas, self.texts)
 
 
 __all__ = ["ChromaSentenceStore"]
