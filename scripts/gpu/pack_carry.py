@@ -18,9 +18,10 @@ walked through the distributions installed in the Python that runs this script (
 is downloaded at the version installed here as a binary wheel for the host (a pure-Python
 package with no wheel is built into one locally). torch and its CUDA libraries (the host's
 Python has them) and weights packages are left out; ``--host-freeze FILE`` (``pip freeze`` on
-the host) also leaves out what the host already has at the same version.
+the host) also leaves out what the host already has at the same version; ``--with PKG ...``
+adds packages to ``whl/`` (py-spy for profile_host.sh).
 
-    python scripts/gpu/pack_carry.py .dev [--tests] [--no-peers] [--resume DIR ...] [--list]
+    python scripts/gpu/pack_carry.py .dev [--tests] [--no-peers] [--with PKG ...] [--resume DIR ...] [--list]
 """
 
 from __future__ import annotations
@@ -143,6 +144,9 @@ def main() -> None:
                     help="`pip freeze` of the host: packages it has at the same version are left out")
     ap.add_argument("--no-peers", action="store_true",
                     help="leave sentence-transformers (and scipy, scikit-learn) out of whl/: the benchmark skips its row")
+    ap.add_argument("--with", dest="more", nargs="*", default=[], metavar="PKG",
+                    help="more packages for whl/ (e.g. py-spy for profile_host.sh): with their dependencies "
+                         "at the versions installed here, the newest where not installed")
     ap.add_argument("--list", action="store_true", help="print the wheel lists and stop")
     args = ap.parse_args()
     kit = args.kit
@@ -153,6 +157,10 @@ def main() -> None:
         return {n: v for n, v in found.items() if host.get(n) != v}, missing
 
     base, missing = pins([f"landmark-rag[{','.join(BASE_EXTRAS)}]", *([] if args.no_peers else PEERS)])
+    for req in args.more:
+        found, _ = pins([req])
+        name = canonicalize_name(Requirement(req).name)
+        base.update(found or {name: ""})  # not installed here: the newest, without its dependencies
     suite: dict[str, str] = {}
     if args.tests:
         everything, more = pins([f"landmark-rag[{','.join(SUITE_EXTRAS)}]"])
@@ -165,7 +173,8 @@ def main() -> None:
                 suite[name] = ""
         missing = sorted(set(missing + more))
     if missing:
-        print(f"not installed in this Python, so not copied (install '.[all]' first): {', '.join(missing)}")
+        print(f"not installed in this Python, so not copied (install '.[all]' and sentence-transformers first): "
+              f"{', '.join(missing)}")
     if args.list:
         for title, group in (("whl", base), ("whl-suite", suite)):
             print(f"{title}: {len(group)} packages")

@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 import torch
-from mpnet_parts import MANIFEST, MIB, sha256  # the machine's side: one manifest name, one hash
+from mpnet_parts import MANIFEST, MIB, sha256  # the host's side: one manifest name, one hash
 from safetensors.torch import load_file, save_file
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Where the host side's time goes on a GPU machine's host (needs setup.sh first, with a py-spy
-# wheel in the kit's whl/): py-spy samples benchmarks/gpu_throughput.py's host rows (the
+# Where the host side's time goes on an offline GPU host (needs setup.sh first, with a py-spy
+# wheel in the kit's whl/: pack_carry.py --with py-spy): py-spy samples benchmarks/gpu_throughput.py's host rows (the
 # 1-layer model and the forward skipped; PROFILE_SKIP=st,bare,index,halves,host for the default alone) and writes collapsed stacks per thread to $OUT/host.txt;
 # benchmarks/profile_split.py turns them into shares.   Usage: bash scripts/gpu/profile_host.sh
 set -uo pipefail
