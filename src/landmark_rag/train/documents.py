@@ -46,8 +46,22 @@ _PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=\s*\n[ \t\r\f\v]*\n|\s*\Z)", re.DOTALL)
 class SegmentedArticle:
     """A training or validation document with the sentences its encoder segments it into.
 
-    The record is the data; the sentences depend on the encoder (its segmenter and window),
-    so they live beside the record, not in it.
+    A second type rather than a ``sentences`` field (or a cached segmentation) on
+    :class:`~landmark_rag.datasets.Article`, because an article has no one segmentation:
+
+    - the sentences depend on the encoder that reads the article (its segmenter, language
+      and window), and one article is read by several: each model a run trains or
+      evaluates, each segmenter ``benchmarks/segmenters.py`` compares;
+    - readers segment it under different names: training as ``segment(text, title)`` (a
+      title is what selections and reports name), evaluation's corpus as
+      ``segment(text, doc_id)`` (the id the store writes), so the sentences' ``doc_id``
+      differ;
+    - an ``Article`` is the frozen, hashable record every data source, preparation recipe
+      and evaluation shares (``datasets/records.py``); a field only training fills would be
+      empty everywhere else, or hold another reader's sentences.
+
+    So the record stays the data, and this pairs it with one encoder's reading of it for the
+    length of one training run (:func:`segment_articles`, once per run: every step reads it).
     """
 
     article: Article
