@@ -17,6 +17,16 @@ Stores are kept in ``--workdir`` and reused by later runs.
 Prints one JSON object: per size, p50/p95/mean milliseconds of ``search`` (text in,
 passages out), of the store + expansion part alone (query vector given), of query
 encoding alone, and the Chroma calls one search makes.
+
+``--filtered`` adds, per search mode (``--modes``), ``search`` with the query vector given over
+the whole store and within part of it, timed side by side on the same questions
+(``--filter-queries`` of them), each filter with its ratio to the unfiltered time: ``doc_id``
+(the question's own article, one copy of it), ``doc_id_in`` (that document and four others)
+and ``metadata`` (``{"copy": c}``, user metadata every document is written with: one copy of
+each article). A table of the same figures goes to stderr.
+
+    python benchmarks/query_latency.py --sizes 60000 --filtered --filter-queries 50
+
 Data: data/squad-v1.1-dev-part-a.json (CC BY-SA 4.0).
 """
 
@@ -43,12 +53,12 @@ from landmark_rag.store import ChromaSentenceStore, make_client
 from landmark_rag.types import EncodedDocument
 
 
-def load_articles(path: Path, n: int) -> tuple[list[tuple[str, str]], list[str]]:
-    """(title, text) of the first ``n`` articles and all their questions."""
+def load_articles(path: Path, n: int) -> tuple[list[tuple[str, str]], list[str], list[str]]:
+    """(title, text) of the first ``n`` articles, all their questions and each question's title."""
     data = json.loads(path.read_text(encoding="utf-8"))["data"][:n]
     docs = [(a["title"], "\n\n".join(p["context"] for p in a["paragraphs"])) for a in data]
-    questions = [qa["question"].strip() for a in data for p in a["paragraphs"] for qa in p["qas"]]
-    return docs, questions
+    pairs = [(qa["question"].strip(), a["title"]) for a in data for p in a["paragraphs"] for qa in p["qas"]]
+    return docs, [q for q, _ in pairs], [t for _, t in pairs]
 
 
 def seed_store(work: Path, docs: list[tuple[str, str]]) -> ChromaSentenceStore:
@@ -88,7 +98,9 @@ def build_store(work: Path, seed: ChromaSentenceStore, size: int, noise: float) 
             v = vecs if c == 0 else vecs + rng.normal(scale=noise, size=vecs.shape).astype(np.float32)
             v = v / np.linalg.norm(v, axis=1, keepdims=True)
             text = seed.document_text(doc_id) or ""
-            store.add_document(EncodedDocument(text, [s.with_doc_id(new_id) for s in sents], v, new_id), store_text=False)
+            # {"copy": c}: what the benchmark's metadata filter selects (one copy of each article)
+            store.add_document(EncodedDocument(text, [s.with_doc_id(new_id) for s in sents], v, new_id),
+                               metadata={"copy": c}, store_text=False)
     bar.close()
     return store
 
@@ -128,7 +140,7 @@ def measure(store: ChromaSentenceStore, encoder, questions: list[str], k: int, s
         encoder.encode_query(q)
         enc.append((time.perf_counter() - t0) * 1e3)
         t0 = time.perf_counter()
-        index._search(q, v, k, strategy=None, where=None, order="score")
+        index.search(q, k, query_vector=v)
         store_only.append((time.perf_counter() - t0) * 1e3)
     spy.calls.clear()
     manifest_spy.calls.clear()
@@ -145,6 +157,65 @@ def measure(store: ChromaSentenceStore, encoder, questions: list[str], k: int, s
             "chroma_calls_per_search": calls, "strategy": type(index.strategy).__name__}
 
 
+def measure_filtered(
+    store: ChromaSentenceStore, encoder, questions: list[str], titles: list[str], k: int, modes: list[str], seed: int
+) -> dict:
+    """Per mode, ``search`` (query vector given) over the whole store and with each filter, in
+    one loop over the questions so that load on the machine falls on both alike; each filter's
+    p50 and mean as ratios of the unfiltered ones."""
+    index = LandmarkIndex(store, encoder)
+    vectors = encoder.encode_queries(questions)
+    docs = sorted(store.documents())
+    copies = sorted({d.rsplit("#", 1)[1] for d in docs}, key=int)
+    rng = np.random.default_rng(seed)
+    filters: list[dict[str, dict]] = []
+    for t in titles:
+        c = str(rng.choice(copies))
+        own = f"{t}#{c}"
+        others = [str(d) for d in rng.choice(docs, size=4, replace=False) if d != own]
+        filters.append({
+            "doc_id": {"doc_id": own},
+            "doc_id_in": {"doc_id": {"$in": [own, *others]}},
+            "metadata": {"copy": int(c)},
+        })
+    out: dict[str, dict] = {}
+    for mode in modes:
+        for q, v in list(zip(questions, vectors, strict=True))[:3]:  # warm-up (the lexical index builds here)
+            index.search(q, k, query_vector=v, mode=mode)
+            index.search(q, k, query_vector=v, mode=mode, where=filters[0]["doc_id"])
+        times: dict[str, list[float]] = {"unfiltered": [], **{name: [] for name in filters[0]}}
+        for q, v, wheres in zip(questions, vectors, filters, strict=True):
+            t0 = time.perf_counter()
+            index.search(q, k, query_vector=v, mode=mode)
+            times["unfiltered"].append((time.perf_counter() - t0) * 1e3)
+            for name, where in wheres.items():
+                t0 = time.perf_counter()
+                found = index.search(q, k, query_vector=v, mode=mode, where=where)
+                times[name].append((time.perf_counter() - t0) * 1e3)
+                if name != "metadata":
+                    allowed = where["doc_id"] if name == "doc_id" else where["doc_id"]["$in"]
+                    assert all(p.doc_id in allowed for p in found), (mode, name)
+        base = percentiles(times["unfiltered"])
+        row: dict[str, dict] = {"unfiltered": base}
+        for name in filters[0]:
+            got = percentiles(times[name])
+            got["ratio_p50"] = round(got["p50_ms"] / base["p50_ms"], 2)
+            got["ratio_mean"] = round(got["mean_ms"] / base["mean_ms"], 2)
+            row[name] = got
+        out[mode] = row
+    return out
+
+
+def print_filtered(size: int, table: dict) -> None:
+    """The filtered figures side by side (stderr): p50 ms, and the ratio to unfiltered."""
+    names = [n for n in next(iter(table.values())) if n != "unfiltered"]
+    print(f"\n{size:,} sentences, p50 ms (ratio to unfiltered)", file=sys.stderr)
+    print(f"{'mode':<8} {'unfiltered':>10} " + " ".join(f"{n:>18}" for n in names), file=sys.stderr)
+    for mode, row in table.items():
+        cells = " ".join(f"{row[n]['p50_ms']:>10.1f} ({row[n]['ratio_p50']:>4.2f}x)" for n in names)
+        print(f"{mode:<8} {row['unfiltered']['p50_ms']:>10.1f} {cells}", file=sys.stderr)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[5000, 100000])
@@ -153,14 +224,18 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--strategy", choices=["front", "surround", "adaptive"], default=None,
                     help="default: the model's own expansion")
+    ap.add_argument("--filtered", action="store_true", help="also: filtered vs unfiltered search, per mode")
+    ap.add_argument("--modes", nargs="+", choices=["dense", "lexical", "hybrid"], default=["dense", "lexical", "hybrid"])
+    ap.add_argument("--filter-queries", type=int, default=50, help="questions of the filtered comparison")
     ap.add_argument("--noise", type=float, default=0.01)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/landmark_query_latency"))
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    docs, questions = load_articles(args.data, args.articles)
+    docs, questions, titles = load_articles(args.data, args.articles)
     rng = np.random.default_rng(0)
-    questions = [questions[i] for i in rng.permutation(len(questions))[: args.queries]]
+    picked = rng.permutation(len(questions))[: args.queries]
+    questions, titles = [questions[i] for i in picked], [titles[i] for i in picked]
     seed = seed_store(args.workdir, docs)
     encoder = LandmarkIndex.open(args.workdir / "seed", create=False).encoder
     out = {"model": encoder.model_name, "cores": os.cpu_count(), "load_avg_before": [round(x, 1) for x in os.getloadavg()],
@@ -171,6 +246,10 @@ def main() -> None:
         built = time.perf_counter() - t0
         res = measure(store, encoder, questions, args.k, args.strategy)
         res["build_s"] = round(built, 1)
+        if args.filtered:
+            n = args.filter_queries
+            res["filtered"] = measure_filtered(store, encoder, questions[:n], titles[:n], args.k, args.modes, size)
+            print_filtered(size, res["filtered"])
         out["sizes"][str(size)] = res
         print(json.dumps({size: res}), file=sys.stderr)
     out["load_avg_after"] = [round(x, 1) for x in os.getloadavg()]

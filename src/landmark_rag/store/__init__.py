@@ -8,10 +8,12 @@
 - ``reads.py``: the store's few reads (nearest neighbours, records by id, sentences by
   document), each showing only what the manifest makes visible;
 - ``chroma.py``: ``ChromaSentenceStore``, the facade over them (opening, writing, reading);
+- ``records.py``: a document's sentence records as a write lays them out (one document, a group);
 - ``bm25.py``: the package's one BM25 (scores of sentences given as terms);
 - ``analyzer.py``: text -> lexical terms, per language;
 - ``lexical.py`` / ``lexical_cache.py``: the sentence-level BM25 index derived from a store,
-  kept in sync with its manifest, and its cache on disk.
+  kept in sync with its manifest, and its cache on disk; ``lexical_filter.py``: metadata
+  filters evaluated inside it, as masks over its rows.
 """
 
 from landmark_rag.store.chroma import ChromaSentenceStore

@@ -148,11 +148,19 @@ class BM25Index:
 
 
 def ranked_rows(scores: np.ndarray, n: int) -> list[tuple[int, float]]:
-    """The ``n`` best rows with a positive score, best first (ties: lower row first)."""
+    """The ``n`` best rows with a positive score, best first (ties: lower row first).
+
+    A prefix of the full ranking whatever ``n``: rows tied with the ``n``-th are all kept
+    until the row order has decided between them (a partition alone keeps any of them, so a
+    read of ``n`` and a deeper read could disagree on which came first).
+    """
     pos = np.flatnonzero(scores > 0)
+    if n <= 0:
+        return []
     if pos.size > n:
-        pos = pos[np.argpartition(-scores[pos], n - 1)[:n]]
-    order = pos[np.lexsort((pos, -scores[pos]))]
+        kth = np.partition(scores[pos], pos.size - n)[pos.size - n]  # the n-th best score
+        pos = pos[scores[pos] >= kth]
+    order = pos[np.lexsort((pos, -scores[pos]))][:n]
     return [(int(i), float(scores[i])) for i in order]
 
 

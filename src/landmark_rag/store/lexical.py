@@ -43,8 +43,9 @@ import numpy as np
 from landmark_rag.store.analyzer import ANALYZER_VERSION, language_name, make_analyzer
 from landmark_rag.store.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index, check_parameters, ranked_rows
 from landmark_rag.store.lexical_cache import FORMAT, LEXICAL_DIR, DocTerms, LexicalCache, Snapshot, cache_folder
+from landmark_rag.store.lexical_filter import shared_metadata
 from landmark_rag.store.manifest import is_complete, is_current, version_key
-from landmark_rag.store.schema import DOC_ID, INDEX, N_SENTENCES, VERSION, sentence_id
+from landmark_rag.store.schema import DOC_ID, INDEX, N_SENTENCES, VERSION, chroma_where, sentence_id
 from landmark_rag.types import Hit
 
 _SCANNED = "scan:"  # key prefix of documents without a manifest record
@@ -176,7 +177,7 @@ class StoreLexicalIndex:
         step = 64
         for i in range(0, len(doc_ids), step):
             batch = list(doc_ids[i : i + step])
-            per: dict[str, list[tuple[int, str, str]]] = {d: [] for d in batch}
+            per: dict[str, list[tuple[int, str, str, dict[str, Any]]]] = {d: [] for d in batch}
             for sid, text, md in self.store.scan(batch, text=True):
                 d = str(md.get(DOC_ID))
                 if d not in per:
@@ -188,16 +189,17 @@ class StoreLexicalIndex:
                     if not is_current(md, record, record.get(VERSION)):
                         continue
                     sid = sentence_id(d, int(md.get(INDEX, 0)))  # versioned record id -> sentence key
-                per[d].append((int(md.get(INDEX, 0)), sid, text or ""))
+                per[d].append((int(md.get(INDEX, 0)), sid, text or "", md))
             for d, sents in per.items():
                 key = wanted[d].key
-                sents.sort()
-                rows = [[vocab.setdefault(t, len(vocab)) for t in self.analyze(text)] for _, _, text in sents]
+                sents.sort(key=lambda s: s[:3])
+                rows = [[vocab.setdefault(t, len(vocab)) for t in self.analyze(text)] for _, _, text, _ in sents]
                 out[d] = DocTerms(
-                    key, [sid for _, sid, _ in sents],
+                    key, [sid for _, sid, _, _ in sents],
                     np.asarray([t for r in rows for t in r], dtype=np.int32),
                     np.asarray([len(r) for r in rows], dtype=np.int64),
-                    np.asarray([i for i, _, _ in sents], dtype=np.int64),
+                    np.asarray([i for i, _, _, _ in sents], dtype=np.int64),
+                    *shared_metadata([md for _, _, _, md in sents]),
                 )
             bar.update(len(batch))
         bar.close()
@@ -207,16 +209,24 @@ class StoreLexicalIndex:
     def candidates(self, text: str, n: int, *, where: dict[str, Any] | None = None) -> list[tuple[str, float]]:
         """Top-``n`` ``(sentence id, BM25 score)`` with a positive score, no record read.
 
-        With ``where``, candidates failing the metadata filter are dropped first (one id-only
-        read from Chroma per batch), so they take no place in the list. The filter applies to
-        the candidates, not to the context they were scored with: a sentence that passes keeps
-        the share of its predecessor's score even when the predecessor would not pass (it is
-        still the text before it in the same document).
+        With ``where``, candidates failing the metadata filter are dropped first, so they take
+        no place in the list. What the index can tell from the metadata its documents' sentences
+        share (``doc_id``, a document's own metadata: ``store/lexical_filter.py``) masks the
+        scores before ranking, so a search within one document costs what a search of the
+        whole store does; the rest of a filter (``$gt``, a key that differs within a document)
+        is asked of Chroma for the best candidates, batch after batch, until ``n`` pass. The
+        filter applies to the candidates, not to the context they were scored with: a sentence
+        that passes keeps the share of its predecessor's score even when the predecessor would
+        not pass (it is still the text before it in the same document).
         """
         if n <= 0:
             return []
         snap = self.snapshot()
         scores = snap.index.scores(self.analyze(text), context=self.context)
+        if where is not None:
+            mask, where = snap.filter.split(chroma_where(where) or where)
+            if mask is not None:
+                scores = np.where(mask, scores, np.float32(0))  # a zero score is never a candidate
         if where is None:
             return [(snap.index.ids[r], s) for r, s in ranked_rows(scores, n)]
         out: list[tuple[str, float]] = []

@@ -1,8 +1,9 @@
 """The lexical index's state and where it is kept between processes (``store/lexical.py`` syncs it).
 
 A state (:class:`Snapshot`) is the analysed terms of every indexed document, each keyed by
-what the manifest said of the document when it was read, plus the BM25 matrix built from
-them. A local store persists it in ``<db>/landmark_lexical/<collection>/`` (written to a
+what the manifest said of the document when it was read, and the metadata its sentences share
+(what metadata filters are evaluated on, ``store/lexical_filter.py``), plus the BM25 matrix
+built from them. A local store persists it in ``<db>/landmark_lexical/<collection>/`` (written to a
 temporary folder and renamed, so readers see an old or a new cache, never a torn one); a
 server store (``http://``) keeps it in memory, or in a ``cache_dir`` the caller names. The
 cache is only ever a copy: absent, unreadable, or written by another analyzer, it is rebuilt
@@ -22,11 +23,13 @@ import numpy as np
 
 from landmark_rag.staging import remove_leftovers, set_aside, staging_dir
 from landmark_rag.store.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
+from landmark_rag.store.lexical_filter import RowFilter
 
 LEXICAL_DIR = "landmark_lexical"
 #: bump when the cache's files change meaning, so caches of earlier releases rebuild
-#: (2: each sentence's index within its document is kept, for the lexical context)
-FORMAT = 2
+#: (2: each sentence's index within its document is kept, for the lexical context;
+#: 3: each document's shared metadata and varying keys are kept, for metadata filters)
+FORMAT = 3
 
 
 @dataclass
@@ -38,6 +41,10 @@ class DocTerms:
     flat: np.ndarray  # int32 term ids of all its sentences, back to back
     lengths: np.ndarray  # int64 number of terms per sentence
     indices: np.ndarray  # int64 each sentence's index within its document, ascending
+    #: metadata every indexed sentence carries alike, and the keys that differ between them
+    #: (``lexical_filter.shared_metadata``): what a metadata filter is evaluated on
+    shared: dict[str, Any] = field(default_factory=dict)
+    varying: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -48,6 +55,16 @@ class Snapshot:
     vocab: dict[str, int]
     counts: tuple[Any, ...]
     index: BM25Index = field(repr=False)
+    _filter: RowFilter | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def filter(self) -> RowFilter:
+        """Metadata filters as masks over the index's rows (made on the first filtered query:
+        an unfiltered search never pays for it)."""
+        if self._filter is None:
+            docs = list(self.docs.values())
+            self._filter = RowFilter([d.shared for d in docs], [d.varying for d in docs], [len(d.ids) for d in docs])
+        return self._filter
 
     @classmethod
     def build(
@@ -95,10 +112,11 @@ class LexicalCache:
         bounds = np.concatenate([[0], np.cumsum(lengths)])
         docs: dict[str, DocTerms] = {}
         row = 0
-        for d, key, ids in meta["docs"]:
+        for d, key, ids, shared, varying in meta["docs"]:
             n = len(ids)
             docs[d] = DocTerms(
-                key, list(ids), flat[bounds[row] : bounds[row + n]], lengths[row : row + n], indices[row : row + n]
+                key, list(ids), flat[bounds[row] : bounds[row + n]], lengths[row : row + n], indices[row : row + n],
+                dict(shared), list(varying),
             )
             row += n
         return Snapshot.build(docs, vocab, tuple(meta["counts"]), k1=self.k1, b=self.b)
@@ -115,7 +133,7 @@ class LexicalCache:
             "signature": self.signature,
             "counts": list(snap.counts),
             "vocab": vocab,
-            "docs": [[d, doc.key, doc.ids] for d, doc in snap.docs.items()],
+            "docs": [[d, doc.key, doc.ids, doc.shared, doc.varying] for d, doc in snap.docs.items()],
         }
         parent = self.folder.parent
         try:

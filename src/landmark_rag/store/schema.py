@@ -166,6 +166,43 @@ def chroma_where(where: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"$and": [{k: v} for k, v in where.items()]}
 
 
+def documents_named(where: dict[str, Any] | None) -> tuple[list[str], dict[str, Any] | None]:
+    """The documents a filter limits sentences to through ``doc_id`` (``{"doc_id": "a"}``,
+    ``{"doc_id": {"$eq": "a"}}``, ``{"doc_id": {"$in": [...]}}``, or such a part of an ``$and``),
+    sorted, and the rest of the filter; ``([], where)`` when it names none that way."""
+    if not where:
+        return [], where
+    parts = list(where["$and"]) if set(where) == {"$and"} and isinstance(where["$and"], list) else [where]
+    named: set[str] | None = None
+    rest: list[Any] = []
+    for part in parts:
+        docs = _doc_condition(part)
+        if docs is None:
+            rest.append(part)
+        else:
+            named = docs if named is None else named & docs
+    if named is None:
+        return [], where
+    if not named:  # two conditions no document meets both of: Chroma's filter says so
+        return [], where
+    return sorted(named), None if not rest else rest[0] if len(rest) == 1 else {"$and": rest}
+
+
+def _doc_condition(part: Any) -> set[str] | None:
+    """The documents one filter part allows when it is a ``doc_id`` equality or ``$in`` of strings."""
+    if not isinstance(part, Mapping) or set(part) != {DOC_ID}:
+        return None
+    cond = part[DOC_ID]
+    if isinstance(cond, Mapping) and len(cond) == 1:
+        ((op, arg),) = cond.items()
+        values = [arg] if op == "$eq" else arg if op == "$in" and isinstance(arg, list) else None
+    else:
+        values = None if isinstance(cond, Mapping) else [cond]
+    if not values or not all(isinstance(v, str) for v in values):
+        return None
+    return set(values)
+
+
 #: Keys a framework's own vector store writes next to a node's metadata (LlamaIndex).
 FRAMEWORK_KEYS = ("document_id", "ref_doc_id")
 
