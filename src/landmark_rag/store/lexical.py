@@ -246,10 +246,10 @@ class StoreLexicalIndex:
 
         Sentences sharing no term with the query (and, with a ``context``, following no
         sentence that does) are not hits, so fewer than ``n`` come back when fewer match.
-        ``where`` is applied by Chroma. A plain read, like the store's
-        ``nearest``: a few more candidates than ``n`` are read so that a hidden one (a document
-        being written) rarely leaves it short; a search that needs more asks again
-        (``retrieve/search.py``).
+        ``where`` filters as Chroma's metadata filter does (:meth:`candidates`). A plain read,
+        like the store's ``nearest``: a few more candidates than ``n`` are read so that a hidden
+        one (a document being written) rarely leaves it short; a search that needs more asks
+        again (``retrieve/search.py``).
         """
         if n <= 0:
             return []
