@@ -55,6 +55,55 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return Path(str(item.path)).resolve().relative_to(TESTS).parts[0] in START_FIRST
 
     items.sort(key=lambda item: not first(item))  # stable: file and test order kept otherwise
+
+
+#: the top-level modules of pyproject.toml's optional extras that tests import inside a test
+#: (a module that needs one throughout calls pytest.importorskip at its top instead)
+OPTIONAL_MODULES = {
+    "llama_index": "llama-index",
+    "langchain_core": "langchain",
+    "langchain_chroma": "langchain",
+    "ray": "ray",
+    "pypdfium2": "documents",
+    "docx": "documents",
+    "trafilatura": "documents",
+    "onnx": "onnx",
+    "onnxruntime": "onnx",
+    "PIL": "test",
+}
+
+
+def _skip_without_extra(exc: ModuleNotFoundError) -> None:
+    """Turn an import of a missing optional extra into a skip that names the extra; a module
+    that is installed but fails to import, or any other missing module, stays an error."""
+    name = exc.name or ""
+    top = name.split(".")[0]
+    if top not in OPTIONAL_MODULES:
+        return
+    try:  # llama_index itself is a namespace this package adds to: look for the missing module
+        missing = importlib.util.find_spec(name) is None
+    except ModuleNotFoundError:
+        missing = True
+    if missing:
+        raise pytest.skip.Exception(f"{name} is not installed (the {OPTIONAL_MODULES[top]} extra)") from exc
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    try:
+        return (yield)
+    except ModuleNotFoundError as exc:
+        _skip_without_extra(exc)
+        raise
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    try:
+        return (yield)
+    except ModuleNotFoundError as exc:
+        _skip_without_extra(exc)
+        raise
 REPO = TESTS.parent
 EXCERPT = TESTS / "data" / "squad_excerpt.json"
 SQUAD_DATA = REPO / "data" / "squad-v1.1-dev-part-a.json"

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import chromadb
 import pytest
+
+pytest.importorskip("llama_index.core", reason="the llama-index extra")
+pytest.importorskip("llama_index.vector_stores.chroma", reason="the llama-index extra")
 from reliability.faultkit import paragraphs
 from typer.testing import CliRunner
 

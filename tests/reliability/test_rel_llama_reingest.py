@@ -11,6 +11,9 @@ import sys
 
 import chromadb
 import pytest
+
+pytest.importorskip("llama_index.core", reason="the llama-index extra")
+pytest.importorskip("llama_index.vector_stores.chroma", reason="the llama-index extra")
 from reliability.faultkit import HERE, corpus_versions, env, visible_state
 
 from landmark_rag.store import ChromaSentenceStore
