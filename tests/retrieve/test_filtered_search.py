@@ -1,8 +1,10 @@
 """Filtered search's fast paths return what the general path returns.
 
 A metadata filter is evaluated inside the lexical index as a mask over its rows
-(``store/lexical_filter.py``) and a ``doc_id`` filter of a vector search is read by sentence
-ids (``SentenceReads._query``); the general path asks Chroma's metadata filter. Real Chroma
+(``store/lexical_filter.py``), a ``doc_id`` filter of a vector search is read by sentence
+ids (``SentenceReads._query``; a few ids scored exactly, their vectors read), and hybrid
+search gives its dense half the documents the lexical index says a metadata filter selects
+(``retrieve/ranking.py``); the general path asks Chroma's metadata filter. Real Chroma
 stores, random unit vectors; each comparison runs the same requests with the fast paths
 switched off.
 """
@@ -17,8 +19,8 @@ import numpy as np
 import pytest
 
 from landmark_rag.expand import Surround
-from landmark_rag.retrieve import FusionConfig, Request, Sources, find_hits, find_passages
-from landmark_rag.store import ChromaSentenceStore
+from landmark_rag.retrieve import FusionConfig, Request, Sources, find_hits, find_passages, ranking
+from landmark_rag.store import ChromaSentenceStore, reads
 from landmark_rag.store.lexical import StoreLexicalIndex
 from landmark_rag.store.lexical_filter import RowFilter, shared_metadata
 from landmark_rag.store.reads import SentenceReads
@@ -73,6 +75,7 @@ def general_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every filter asked of Chroma, as before the fast paths existed."""
     with monkeypatch.context() as m:
         m.setattr(RowFilter, "split", lambda self, where: (None, where))
+        m.setattr(RowFilter, "documents", lambda self, where: None)
         m.setattr(SentenceReads, "_scope_ids", lambda self, where: None)
         yield
 
@@ -147,34 +150,128 @@ def test_a_one_document_filter_asks_chroma_nothing_per_candidate(store, monkeypa
     assert got and {i.split(":")[0] for i, _ in got} <= {"d0", "d3", "d4", "d7"}
 
 
-def test_a_doc_id_filter_reads_vectors_by_id_and_falls_back_when_one_is_gone(store, monkeypatch):
+@contextmanager
+def query_spy(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[dict[str, Any]]]]:
+    """The keyword arguments of every ``query`` and ``get`` a store's collection is asked."""
     from chromadb.api.models.Collection import Collection
 
+    calls: dict[str, list[dict[str, Any]]] = {"query": [], "get": []}
+    with monkeypatch.context() as m:
+        for name in calls:
+            real = getattr(Collection, name)
+
+            # on the class: the store re-opens its collection after a write
+            def spy(self: Any, *, _name: str = name, _real: Any = real, **kw: Any) -> Any:
+                calls[_name].append(kw)
+                return _real(self, **kw)
+
+            m.setattr(Collection, name, spy)
+        yield calls
+
+
+def _nearest(store: ChromaSentenceStore, vec: np.ndarray, n: int, where: dict[str, Any]) -> list[tuple[str, int, float]]:
+    return [(h.sentence.doc_id, h.sentence.index, round(h.score, 5)) for h in store.nearest(vec, n, where=where)]
+
+
+def test_a_doc_id_filter_of_many_sentences_reads_vectors_by_id_and_falls_back_when_one_is_gone(store, monkeypatch):
+    monkeypatch.setattr(reads, "_EXACT_IDS", 0)  # these documents stand for ones too long to score here
     vec = encode(TEXTS[1], "q", seed=1).embeddings[2]
-    calls: list[dict[str, Any]] = []
-    real = Collection.query
-
-    def spy(self: Any, **kw: Any) -> Any:  # on the class: the store re-opens its collection after a write
-        calls.append(kw)
-        return real(self, **kw)
-
-    monkeypatch.setattr(Collection, "query", spy)
     where = {"doc_id": {"$in": ["d1", "d5"]}}
     with general_path(monkeypatch):
-        expected = [(h.sentence.doc_id, h.sentence.index) for h in store.nearest(vec, 6, where=where)]
-    calls.clear()
-    got = [(h.sentence.doc_id, h.sentence.index) for h in store.nearest(vec, 6, where=where)]
-    assert got == expected and {d for d, _ in got} == {"d1", "d5"}
-    assert len(calls) == 1 and calls[0]["where"] is None and len(calls[0]["ids"]) == 8
+        expected = _nearest(store, vec, 6, where)
+    with query_spy(monkeypatch) as calls:
+        got = _nearest(store, vec, 6, where)
+    assert got == expected and {d for d, _, _ in got} == {"d1", "d5"}
+    assert len(calls["query"]) == 1 and "where" not in calls["query"][0] and len(calls["query"][0]["ids"]) == 8
     # a record deleted behind the manifest's back: Chroma refuses ids it does not hold, and
     # the search takes its metadata filter instead
     gone = store.collection.get(where={"doc_id": "d5"}, include=[])["ids"][0]
     store.collection.delete(ids=[gone])
-    calls.clear()
-    got = [(h.sentence.doc_id, h.sentence.index) for h in store.nearest(vec, 6, where=where)]
-    assert [c.get("ids") is not None for c in calls] == [True, False] and calls[1]["where"] == where
+    with query_spy(monkeypatch) as calls:
+        got = _nearest(store, vec, 6, where)
+    assert [c.get("ids") is not None for c in calls["query"]] == [True, False] and calls["query"][1]["where"] == where
     with general_path(monkeypatch):
-        assert got == [(h.sentence.doc_id, h.sentence.index) for h in store.nearest(vec, 6, where=where)]
+        assert got == _nearest(store, vec, 6, where)
+
+
+def test_a_doc_id_filter_of_few_sentences_is_scored_exactly_here(store, monkeypatch):
+    vec = encode(TEXTS[1], "q", seed=1).embeddings[2]
+    for where in ({"doc_id": "d1"}, {"doc_id": {"$eq": "d1"}}, {"doc_id": {"$in": ["d1", "d5"]}}):
+        for n in (1, 3, 20):
+            with general_path(monkeypatch):
+                expected = _nearest(store, vec, n, where)
+            with query_spy(monkeypatch) as calls:
+                got = _nearest(store, vec, n, where)
+            assert got == expected and got
+            # no vector search: the documents' vectors read by id (the manifest is read too)
+            reads_by_id = [c for c in calls["get"] if c.get("include") == ["embeddings"]]
+            assert calls["query"] == [] and len(reads_by_id) == 1 and reads_by_id[0]["ids"]
+            assert store.nearest_ids(vec, n, where=where) == [
+                (f"{d}:{i}", pytest.approx(s, abs=1e-5)) for d, i, s in expected
+            ]
+    # a record deleted behind the manifest's back is simply not found, as Chroma's filter finds it not
+    where = {"doc_id": {"$in": ["d1", "d5"]}}
+    gone = store.collection.get(where={"doc_id": "d5"}, include=[])["ids"][0]
+    store.collection.delete(ids=[gone])
+    with query_spy(monkeypatch) as calls:
+        got = _nearest(store, vec, 8, where)
+    assert calls["query"] == [] and len(got) == 7
+    with general_path(monkeypatch):
+        assert got == _nearest(store, vec, 8, where)
+
+
+def test_a_filter_naming_more_than_documents_is_left_to_chroma(store, monkeypatch):
+    # Chroma given both ids and a filter is far slower than given the filter alone
+    vec = encode(TEXTS[1], "q", seed=1).embeddings[2]
+    where = {"$and": [{"doc_id": "d2"}, {"sentence_index": {"$gte": 1}}]}
+    with query_spy(monkeypatch) as calls:
+        got = _nearest(store, vec, 5, where)
+    assert [c["where"] for c in calls["query"]] == [where] and "ids" not in calls["query"][0]
+    assert {d for d, _, _ in got} == {"d2"} and 0 not in {i for _, i, _ in got}
+
+
+def test_hybrid_gives_its_dense_half_the_documents_a_metadata_filter_selects(store, monkeypatch):
+    lex = StoreLexicalIndex(store)
+    vec = encode(TEXTS[1], "q", seed=1).embeddings[2]
+    sources = Sources(store, lex, FusionConfig(mode="hybrid", depth=6))
+    for where, docs in (
+        ({"topic": "pets"}, {"d0", "d3", "d4", "d7"}),
+        ({"topic": "pets", "year": 2020}, {"d0", "d4"}),
+        ({"$and": [{"doc_id": {"$in": ["d0", "d1", "d2", "d3"]}}, {"topic": "pets"}]}, {"d0", "d3"}),
+    ):
+        with query_spy(monkeypatch) as calls:
+            hits = find_hits(Request("hybrid", "cats fish", vec, where), 5, sources)
+        assert hits and {h.sentence.doc_id for h in hits} <= docs
+        # the dense half read the selected documents' vectors by id: no filtered vector search
+        assert calls["query"] == [] and {
+            i.split(":")[0] for c in calls["get"] if c.get("include") == ["embeddings"] for i in c["ids"]
+        } == docs
+    # what the index cannot decide whole goes to Chroma as it is
+    where = {"$and": [{"topic": "pets"}, {"sentence_index": {"$gte": 2}}]}
+    with query_spy(monkeypatch) as calls:
+        find_hits(Request("hybrid", "cats fish", vec, where), 5, sources)
+    assert [c["where"] for c in calls["query"]] == [where]
+    # nor are more sentences named than a read by id is worth
+    monkeypatch.setattr(ranking, "SCOPE_IDS", 3)
+    with query_spy(monkeypatch) as calls:
+        find_hits(Request("hybrid", "cats fish", vec, {"topic": "pets"}), 5, sources)
+    assert [c["where"] for c in calls["query"]] == [{"topic": "pets"}]
+
+
+@pytest.mark.parametrize("space", ["cosine", "l2", "ip"])
+def test_distances_are_chromas(space):
+    import chromadb
+
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(40, 16)).astype(np.float32)
+    query = rng.normal(size=16).astype(np.float32)
+    collection = chromadb.EphemeralClient().get_or_create_collection(f"space-{space}", metadata={"hnsw:space": space})
+    collection.add(ids=[f"r{i}" for i in range(40)], embeddings=vectors)
+    got = collection.query(query_embeddings=[query], n_results=10, include=["distances"])
+    rows = [int(r[1:]) for r in got["ids"][0]]
+    mine = reads.distances(vectors, query, space)
+    assert np.argsort(mine, kind="stable")[:10].tolist() == rows
+    np.testing.assert_allclose(mine[rows], got["distances"][0], rtol=1e-5, atol=1e-5)
 
 
 def test_row_filter_evaluates_what_it_can_and_returns_the_rest():

@@ -25,14 +25,19 @@ import numpy as np
 
 from landmark_rag.retrieve.fusion import FusionConfig, Mode, check_mode, fuse
 from landmark_rag.store.protocols import SentenceReader
-from landmark_rag.store.schema import chroma_where, sentence_id
+from landmark_rag.store.reads import SCOPE_IDS
+from landmark_rag.store.schema import DOC_ID, chroma_where, documents_named, sentence_id
 from landmark_rag.types import DENSE_SCORE, Hit
 
 LEXICAL_SCORE = "_lexical_score"
 
 
 class LexicalSource(Protocol):
-    """What the lexical half needs (e.g. :class:`~landmark_rag.store.lexical.StoreLexicalIndex`)."""
+    """What the lexical half needs (e.g. :class:`~landmark_rag.store.lexical.StoreLexicalIndex`).
+
+    An index may also offer ``documents_passing(where, *, most)`` (the store's does): a hybrid
+    search then gives its dense half the documents a metadata filter selects (:func:`_dense_where`).
+    """
 
     def candidates(self, text: str, n: int, *, where: dict[str, Any] | None = None) -> list[tuple[str, float]]: ...
 
@@ -142,13 +147,31 @@ def _hybrid(request: Request, n: int, sources: Sources) -> Ranked:
     """
     assert sources.lexical is not None and request.text is not None and request.vector is not None
     fusion, depth, ask = sources.fusion, max(n, sources.fusion.depth), _read_ahead(n)
-    dense = sources.store.nearest_ids(request.vector, depth, where=request.where)
     lexical = sources.lexical.candidates(request.text, depth, where=request.where)
+    dense = sources.store.nearest_ids(request.vector, depth, where=_dense_where(request.where, sources.lexical))
     fused = fuse(dense, lexical, fusion.method, fusion.weight, rrf_k=fusion.rrf_k)
     hits = _records(fused[:ask], sources.store)
     exhausted = len(fused) <= ask and len(hits) < n
     _record_halves(hits, dict(dense), dict(lexical))
     return Ranked(hits if exhausted else hits[:n], exhausted)
+
+
+def _dense_where(where: dict[str, Any] | None, lexical: LexicalSource) -> dict[str, Any] | None:
+    """The dense half's filter: ``where`` as the documents it selects, when the lexical index
+    can tell them from the metadata it keeps (``StoreLexicalIndex.documents_passing``).
+
+    The store reads named documents' sentences by id, where Chroma evaluates any other filter
+    over the whole collection (a metadata filter at 60,000 sentences: 20-40 ms, against 1 ms
+    for the unfiltered vector search). Same sentences: a document's metadata is its
+    sentences' (the index only decides filters on keys no document varies between its
+    sentences).
+    """
+    passing = getattr(lexical, "documents_passing", None)
+    if where is None or passing is None or documents_named(where)[1] is None:
+        return where  # no filter, no index that can tell, or one that names documents already
+    docs = passing(where, most=SCOPE_IDS)
+    # none passing: Chroma's filter says so too, and sees any document written since the sync
+    return {DOC_ID: {"$in": docs}} if docs else where
 
 
 def _records(ranking: Sequence[tuple[Any, float]], store: SentenceReader) -> list[Hit]:

@@ -241,6 +241,24 @@ class StoreLexicalIndex:
             done, limit = done + len(ranked), limit * 4
         return out[:n]
 
+    def documents_passing(self, where: dict[str, Any], *, most: int) -> list[str] | None:
+        """The documents whose indexed sentences pass ``where``, when the metadata the index
+        keeps decides it whole (``store/lexical_filter.py``) and they hold at most ``most``
+        sentences; ``None`` otherwise.
+
+        What lets a hybrid search give its dense half ``doc_id``s, which the store reads by
+        id, instead of a filter Chroma evaluates over the whole collection. It is the index's
+        view of the store, as fresh as the lexical half's own candidates (same sync).
+        """
+        snap = self.snapshot()
+        mask = snap.filter.documents(chroma_where(where) or where)
+        if mask is None:
+            return None
+        chosen = [d for d, ok in zip(snap.docs, mask.tolist(), strict=True) if ok]
+        if sum(len(snap.docs[d].ids) for d in chosen) > most:
+            return None
+        return chosen
+
     def query(self, text: str, n: int, *, where: dict[str, Any] | None = None) -> list[Hit]:
         """Top-``n`` sentences by BM25 as :class:`Hit` (score = BM25), visible ones only.
 

@@ -73,6 +73,12 @@ class RowFilter:
         mask, rest = self._split(where)
         return (None if mask is None else mask[self._row_doc]), rest
 
+    def documents(self, where: Mapping[str, Any]) -> np.ndarray | None:
+        """A boolean mask over the documents (in the order given) whose sentences pass
+        ``where``, when it is evaluated here whole; ``None`` when any part is left to the store."""
+        mask, rest = self._split(where)
+        return mask if rest is None else None
+
     def _split(self, where: Any) -> tuple[np.ndarray | None, dict[str, Any] | None]:
         if not isinstance(where, Mapping) or len(where) != 1:
             return None, dict(where) if isinstance(where, Mapping) else where
