@@ -19,7 +19,7 @@ instead of re-tokenising passages thousands of times.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -179,3 +179,33 @@ def assemble_context(
             if used == budget:
                 return Context({d: s for d, s in spans.items() if s}, used, True)
     return Context({d: s for d, s in spans.items() if s}, used, False)
+
+
+def contexts_by_budget(
+    budgets: Sequence[int],
+    token_indexes: Sequence[TokenIndex],
+    *,
+    ranking: Iterable[Passage | tuple[int, int, int]] | None = None,
+    per_budget: Callable[[int], Iterable[Passage | tuple[int, int, int]]] | None = None,
+) -> dict[int, Context]:
+    """The context each of ``budgets`` (ascending) reads: from one ``ranking`` whatever the
+    budget (the largest budget reads the longest prefix of it, lazily, and the smaller ones
+    replay that prefix), or from ``per_budget(budget)`` (a strategy that grows the best
+    passage to a share of the budget forms different passages for each). Give one of them.
+    """
+    if (ranking is None) == (per_budget is None):
+        raise ValueError("give ranking or per_budget")
+    if per_budget is not None:
+        return {b: assemble_context(per_budget(b), b, token_indexes) for b in budgets}
+    assert ranking is not None
+    consumed: list[Passage | tuple[int, int, int]] = []
+
+    def recorded() -> Iterator[Passage | tuple[int, int, int]]:
+        for p in ranking:
+            consumed.append(p)
+            yield p
+
+    out = {budgets[-1]: assemble_context(recorded(), budgets[-1], token_indexes)}
+    for b in budgets[:-1]:
+        out[b] = assemble_context(consumed, b, token_indexes)
+    return out

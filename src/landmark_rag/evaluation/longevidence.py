@@ -35,6 +35,7 @@ import logging
 import os
 import time
 from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,7 @@ from tqdm.auto import tqdm
 
 from landmark_rag.datasets import Article, Question
 from landmark_rag.datasets.longevidence import LongEvidenceSet, load_long_evidence
-from landmark_rag.evaluation.context import Passage, assemble_context
+from landmark_rag.evaluation.context import Passage, contexts_by_budget
 from landmark_rag.evaluation.corpus import Corpus, build_corpus
 from landmark_rag.evaluation.metrics import answer_in_context, rank_order
 from landmark_rag.evaluation.systems import System, Workspace, make_system, per_expansion
@@ -166,31 +167,14 @@ def evaluate_long_evidence_system(
             if system.sentence_units and len(mine):
                 best = int(mine[int(rank_order(row[mine], top=1)[0])])
                 top1[q] = _sentence_overlaps(corpus, best, evidence[q])
-            if per_budget is not None:
-                # passages that depend on the budget: each budget reads its own search
-                for bi, b in enumerate(budgets):
-                    ctx = assemble_context(per_budget(mine, row, b), b, corpus.tokens)
-                    found[bi, q], recall[bi, q] = evidence_scores(ctx.spans.get(doc, []), evidence[q])
-                    if b == cov_b and answers[q]:
-                        covered[q] = answer_in_context(answers[q], ctx.texts(corpus.texts))
-                continue
-            consumed: list[Passage] = []
-            source = _ranked_passages(system, corpus, mine, row)
-
-            def recorded(src: Iterator[Passage] = source, log: list[Passage] = consumed) -> Iterator[Passage]:
-                for p in src:
-                    log.append(p)
-                    yield p
-
-            # the largest budget reads the longest prefix of the ranking; smaller budgets
-            # replay that prefix
-            for bi in range(len(budgets) - 1, -1, -1):
-                b = budgets[bi]
-                ctx = assemble_context(recorded() if bi == len(budgets) - 1 else consumed, b, corpus.tokens)
-                f, r = evidence_scores(ctx.spans.get(doc, []), evidence[q])
-                found[bi, q], recall[bi, q] = f, r
+            if per_budget is not None:  # passages that depend on the budget: one search per budget
+                ctxs = contexts_by_budget(budgets, corpus.tokens, per_budget=partial(per_budget, mine, row))
+            else:
+                ctxs = contexts_by_budget(budgets, corpus.tokens, ranking=_ranked_passages(system, corpus, mine, row))
+            for bi, b in enumerate(budgets):
+                found[bi, q], recall[bi, q] = evidence_scores(ctxs[b].spans.get(doc, []), evidence[q])
                 if b == cov_b and answers[q]:
-                    covered[q] = answer_in_context(answers[q], ctx.texts(corpus.texts))
+                    covered[q] = answer_in_context(answers[q], ctxs[b].texts(corpus.texts))
         bar.update(batch.shape[0])
     bar.close()
     return {

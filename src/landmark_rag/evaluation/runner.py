@@ -11,13 +11,14 @@ import logging
 import os
 import time
 from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from landmark_rag.datasets import Article, parse_squad, read_squad
-from landmark_rag.evaluation.context import Passage, assemble_context
+from landmark_rag.evaluation.context import Passage, contexts_by_budget
 from landmark_rag.evaluation.corpus import Corpus, build_corpus
 from landmark_rag.evaluation.data import _EvalSet, choose_articles
 from landmark_rag.evaluation.metrics import answer_in_context, gold_rank, mrr_at, rank_order, recall_at
@@ -99,25 +100,12 @@ def evaluate_system(
                 ranks.append(gold_rank(row, corpus.gold[q]))
             answers = corpus.questions[q].answers
             if per_budget is not None:  # passages that depend on the budget: one search per budget
-                for b in budgets:
-                    ctx = assemble_context(per_budget(everything, row, b), b, corpus.tokens)
-                    covered[b] += answer_in_context(answers, ctx.texts(corpus.texts))
-                continue
-            order = rank_order(row, top=min(_TOP, row.shape[0]))
-            consumed: list[Passage] = []
-            source = _passages(system, corpus, order, row)
-
-            def recorded(src: Iterator[Passage] = source, log: list = consumed) -> Iterator:
-                for p in src:
-                    log.append(p)
-                    yield p
-
-            # the largest budget consumes the longest prefix of the ranking; smaller
-            # budgets are prefixes of it, so they replay what was consumed
-            for b in reversed(budgets):
-                ctx = assemble_context(recorded() if b == budgets[-1] else consumed, b, corpus.tokens)
-                if answer_in_context(answers, ctx.texts(corpus.texts)):
-                    covered[b] += 1
+                ctxs = contexts_by_budget(budgets, corpus.tokens, per_budget=partial(per_budget, everything, row))
+            else:
+                order = rank_order(row, top=min(_TOP, row.shape[0]))
+                ctxs = contexts_by_budget(budgets, corpus.tokens, ranking=_passages(system, corpus, order, row))
+            for b, ctx in ctxs.items():
+                covered[b] += answer_in_context(answers, ctx.texts(corpus.texts))
         bar.update(batch_scores.shape[0])
     bar.close()
     out: dict[str, float] = {}
