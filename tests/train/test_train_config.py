@@ -28,6 +28,8 @@ from landmark_rag.train.config import StageConfig, TrainConfig, TrainingInputErr
         ({"boundary_margin": -0.1}, "boundary_margin must be a finite number >= 0"),
         ({"lexical_prior": "2.5"}, "lexical_prior must be a finite number >= 0"),
         ({"lexical_prior_bm25": 1.5}, r"lexical_prior_bm25 is \[k1, b\]"),
+        ({"span_weights": "avg"}, "span_weights must be one of 'sum', 'mean'"),
+        ({"span_cap": -1}, "span_cap must be a whole number >= 0"),
         ({"stages": []}, "stages must be a non-empty list"),
         ({"stages": [{"kind": "longdoc", "steps": 0}]}, "stage steps must be a whole number >= 1"),
         ({"stages": [{"kind": "longdoc", "steps": "100"}]}, "stage steps must be a whole number >= 1"),

@@ -26,6 +26,18 @@ def test_hand_computed_example():
     assert loss.item() == pytest.approx(1.6114089466, abs=1e-6)
 
 
+def test_normalised_span_weights_make_every_question_weigh_one():
+    # the same hand example with weights 1 and 1/2 divided by their sum 3/2
+    q = torch.tensor([[1.0, 0.0]])
+    u = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
+    summed = position_aware_contrastive_loss(q, u, [[0, 1]], temperature=1.0, alpha=math.log(2))
+    normed = position_aware_contrastive_loss(q, u, [[0, 1]], temperature=1.0, alpha=math.log(2), normalize=True)
+    assert normed.item() == pytest.approx(summed.item() / 1.5, abs=1e-6)
+    # a one-sentence span is the same loss either way: only long spans lose their extra weight
+    one = position_aware_contrastive_loss(q, u, [[1]], temperature=1.0)
+    assert position_aware_contrastive_loss(q, u, [[1]], temperature=1.0, normalize=True).item() == pytest.approx(one.item())
+
+
 def test_temperature_and_mean_over_queries():
     q = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
     u = torch.tensor([[1.0, 0.0], [0.0, 1.0]])

@@ -122,10 +122,16 @@ class TrainConfig:
     # from the in-context mean")
     distill_model: str | None = None
     # the boundary expansion written into landmark_config.json (None: the base model's)
-    expansion: Literal["front", "surround", "adaptive"] | None = None
+    expansion: Literal["front", "surround", "adaptive", "evidence"] | None = None
     expansion_params: dict[str, Any] = field(default_factory=dict)
     temperature: float = 0.05
     alpha: float = 0.08
+    # training only: "sum" is the paper's loss (a query weighs the sum of its span's weights,
+    # about the span's length); "mean" divides them by their sum, so every question weighs one
+    span_weights: Literal["sum", "mean"] = "sum"
+    # training only: 0 trains on the whole answer span; n on its last n sentences z-n+1..z
+    # (the paper's spans are a few sentences; a cited story section can be forty)
+    span_cap: int = 0
     span_context: int = 0
     lr: float = 2e-4
     weight_decay: float = 0.01
@@ -185,7 +191,7 @@ class TrainConfig:
             raise TrainingInputError(f"warmup_ratio must lie in [0, 1), got {self.warmup_ratio}")
         _whole("gradient_accumulation_steps", self.gradient_accumulation_steps, 1)
         _whole("lora_r", self.lora_r, 1)
-        for name in ("span_context", "eval_every", "save_every", "prefetch"):
+        for name in ("span_context", "span_cap", "eval_every", "save_every", "prefetch"):
             _whole(name, getattr(self, name), 0)
         if self.model_dropout is not None and not 0.0 <= float(self.model_dropout) < 1.0:
             raise TrainingInputError(f"model_dropout must lie in [0, 1), got {self.model_dropout}")

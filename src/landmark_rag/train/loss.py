@@ -32,8 +32,14 @@ def position_aware_contrastive_loss(
     kept: Sequence[Sequence[int]] | None = None,
     kept_weight: float = 0.0,
     prior: torch.Tensor | None = None,
+    normalize: bool = False,
 ) -> torch.Tensor:
     """Mean over queries of ``-sum_i w_i * log_softmax(s / tau)[z - i]``.
+
+    ``normalize`` divides each query's weights by their sum. Why: the paper's weights sum to
+    about the span's length, so a question whose evidence runs over eight sentences weighs six
+    times a one-sentence question and a batch mixing both is steered by the long spans alone;
+    normalised, every question weighs the same and the span only shares its weight out.
 
     ``preceding[j]`` (optional) lists the units just BEFORE query ``j``'s span, and
     ``margin`` is added to their cosine scores inside the softmax (training only): the loss
@@ -86,6 +92,8 @@ def position_aware_contrastive_loss(
     for j, span in enumerate(spans):
         idx = torch.as_tensor(list(span)[::-1], dtype=torch.long, device=logp.device)  # z, z-1, ...
         w = position_weights(len(idx), alpha).to(logp.device, logp.dtype)
+        if normalize:
+            w = w / w.sum()
         loss = -(w * logp[j, idx]).sum()
         if kept_weight and kept is not None and len(kept[j]):
             ids = torch.as_tensor(list(kept[j]), dtype=torch.long, device=logp.device)

@@ -254,7 +254,8 @@ class Trainer:
             spans, preceding, kept, offset = [], [], [], 0
             reach, k = self.config.boundary_window, self.config.front_k
             for ex, n in zip(batch, counts, strict=True):
-                spans.extend([[offset + i for i in s] for s in ex.spans])
+                cap = self.config.span_cap or None
+                spans.extend([[offset + i for i in s[-cap:]] if cap else [offset + i for i in s] for s in ex.spans])
                 # the sentences a Front-k hit must not land on: just before the span, same window
                 preceding.extend([[offset + i for i in range(max(s[0] - reach, 0), s[0])] for s in ex.spans])
                 # the hits whose Front-k passage still ends at or after the answer: z .. z+k-1
@@ -265,6 +266,7 @@ class Trainer:
                 qvecs, units, spans, temperature=self.config.temperature, alpha=self.config.alpha,
                 preceding=preceding, margin=self.config.boundary_margin,
                 kept=kept, kept_weight=self.config.front_set_weight, prior=inputs.lexical,
+                normalize=self.config.span_weights == "mean",
             )
             out["contrastive"] = c
             total = total + stage.contrastive_weight * c
