@@ -410,3 +410,24 @@ def test_saving_removes_the_other_kinds_weights_an_earlier_run_left(tiny_dir, sa
     assert not any("lora" in name for name, _ in LandmarkEncoder.from_pretrained(out, device="cpu").model.named_modules())
     run(lora=True)
     assert (out / "adapter_config.json").is_file() and not (out / "model.safetensors").exists()
+
+
+def test_span_cap_and_mean_weights_reach_the_loss(tiny_dir, sample_set, tmp_path, monkeypatch):
+    """``span_cap=n`` hands the loss each query's last n span units (ending at the same ``z``),
+    and ``span_weights="mean"`` asks it to normalise; the defaults hand over the whole span."""
+    seen = _spy_on_the_loss(monkeypatch)
+    # span_context counts two sentences before each answer as part of its span: multi-sentence spans
+    trainer, cfg, batch = _one_step(tiny_dir, sample_set, tmp_path / "whole", span_context=2)
+    with torch.no_grad():
+        trainer.batch_loss(batch, cfg.stages[0])
+    whole = seen[-1]
+    assert whole["normalize"] is False
+    trainer, cfg, batch = _one_step(
+        tiny_dir, sample_set, tmp_path / "cap", span_context=2, span_cap=1, span_weights="mean"
+    )
+    with torch.no_grad():
+        trainer.batch_loss(batch, cfg.stages[0])
+    capped = seen[-1]
+    assert capped["normalize"] is True
+    assert capped["spans"] == [span[-1:] for span in whole["spans"]]
+    assert any(len(span) > 1 for span in whole["spans"])
