@@ -31,11 +31,11 @@ from pathlib import Path
 from landmark_rag.segment.segment import sentence_spans
 
 _STOP = frozenset({
-     "a", "an", "the", "of", "to", "in", "on", "and", "or", "but", "is", "was", "were", "are",
-     "be", "been", "he", "she", "it", "they", "his", "her", "their", "its", "them", "him", "i",
-     "you", "we", "that", "this", "what", "who", "whom", "why", "how", "when", "where", "which",
-     "did", "do", "does", "had", "has", "have", "for", "with", "at", "by", "from", "as", "into",
-     "not", "no", "so", "if", "then", "than", "there", "here", "up", "out", "about",
+    "a", "an", "the", "of", "to", "in", "on", "and", "or", "but", "is", "was", "were", "are",
+    "be", "been", "he", "she", "it", "they", "his", "her", "their", "its", "them", "him", "i",
+    "you", "we", "that", "this", "what", "who", "whom", "why", "how", "when", "where", "which",
+    "did", "do", "does", "had", "has", "have", "for", "with", "at", "by", "from", "as", "into",
+    "not", "no", "so", "if", "then", "than", "there", "here", "up", "out", "about",
 })
 _ANSWERS = ("answer1", "answer2", "answer3", "answer4", "answer5", "answer6")
 
