@@ -33,6 +33,7 @@ Data: data/squad-v1.1-dev-part-a.json (CC BY-SA 4.0).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -179,31 +180,59 @@ def measure_filtered(
             "metadata": {"copy": int(c)},
         })
     out: dict[str, dict] = {}
-    for mode in modes:
-        for q, v in list(zip(questions, vectors, strict=True))[:3]:  # warm-up (the lexical index builds here)
-            index.search(q, k, query_vector=v, mode=mode)
-            index.search(q, k, query_vector=v, mode=mode, where=filters[0]["doc_id"])
-        times: dict[str, list[float]] = {"unfiltered": [], **{name: [] for name in filters[0]}}
-        for q, v, wheres in zip(questions, vectors, filters, strict=True):
-            t0 = time.perf_counter()
-            index.search(q, k, query_vector=v, mode=mode)
-            times["unfiltered"].append((time.perf_counter() - t0) * 1e3)
-            for name, where in wheres.items():
-                t0 = time.perf_counter()
-                found = index.search(q, k, query_vector=v, mode=mode, where=where)
-                times[name].append((time.perf_counter() - t0) * 1e3)
-                if name != "metadata":
-                    allowed = where["doc_id"] if name == "doc_id" else where["doc_id"]["$in"]
-                    assert all(p.doc_id in allowed for p in found), (mode, name)
-        base = percentiles(times["unfiltered"])
-        row: dict[str, dict] = {"unfiltered": base}
-        for name in filters[0]:
-            got = percentiles(times[name])
-            got["ratio_p50"] = round(got["p50_ms"] / base["p50_ms"], 2)
-            got["ratio_mean"] = round(got["mean_ms"] / base["mean_ms"], 2)
-            row[name] = got
-        out[mode] = row
+    for label in modes:
+        mode = label.removesuffix("-before")
+        with store_paths_off(label.endswith("-before")):
+            out[label] = _measure_mode(index, questions, vectors, filters, k, mode)
     return out
+
+
+@contextlib.contextmanager
+def store_paths_off(off: bool):
+    """``off``: the store as before its table of document metadata (a metadata filter goes to
+    Chroma's ``where``) and before a read by ids skipped the second manifest read, so that
+    ``dense-before`` measures the earlier state in the same run."""
+    if not off:
+        yield
+        return
+    from landmark_rag.store.doc_metadata import DocumentTable
+    from landmark_rag.store.reads import SentenceReads
+
+    table, visible = DocumentTable.sentence_ids, SentenceReads.visible_hits
+    DocumentTable.sentence_ids = lambda self, where, most: None
+    SentenceReads.visible_hits = lambda self, hits: visible(self, list(hits))
+    try:
+        yield
+    finally:
+        DocumentTable.sentence_ids, SentenceReads.visible_hits = table, visible
+
+
+def _measure_mode(index, questions, vectors, filters, k: int, mode: str) -> dict:
+    """One mode's unfiltered and filtered times, each filter's ratio to unfiltered."""
+    for q, v in list(zip(questions, vectors, strict=True))[:3]:  # warm-up (the lexical index builds here)
+        index.search(q, k, query_vector=v, mode=mode)
+        for where in filters[0].values():  # every filter: the store's document table builds here
+            index.search(q, k, query_vector=v, mode=mode, where=where)
+    times: dict[str, list[float]] = {"unfiltered": [], **{name: [] for name in filters[0]}}
+    for q, v, wheres in zip(questions, vectors, filters, strict=True):
+        t0 = time.perf_counter()
+        index.search(q, k, query_vector=v, mode=mode)
+        times["unfiltered"].append((time.perf_counter() - t0) * 1e3)
+        for name, where in wheres.items():
+            t0 = time.perf_counter()
+            found = index.search(q, k, query_vector=v, mode=mode, where=where)
+            times[name].append((time.perf_counter() - t0) * 1e3)
+            if name != "metadata":
+                allowed = where["doc_id"] if name == "doc_id" else where["doc_id"]["$in"]
+                assert all(p.doc_id in allowed for p in found), (mode, name)
+    base = percentiles(times["unfiltered"])
+    row: dict[str, dict] = {"unfiltered": base}
+    for name in filters[0]:
+        got = percentiles(times[name])
+        got["ratio_p50"] = round(got["p50_ms"] / base["p50_ms"], 2)
+        got["ratio_mean"] = round(got["mean_ms"] / base["mean_ms"], 2)
+        row[name] = got
+    return row
 
 
 def print_filtered(size: int, table: dict) -> None:
@@ -225,7 +254,9 @@ def main() -> None:
     ap.add_argument("--strategy", choices=["front", "surround", "adaptive"], default=None,
                     help="default: the model's own expansion")
     ap.add_argument("--filtered", action="store_true", help="also: filtered vs unfiltered search, per mode")
-    ap.add_argument("--modes", nargs="+", choices=["dense", "lexical", "hybrid"], default=["dense", "lexical", "hybrid"])
+    ap.add_argument("--modes", nargs="+", choices=["dense", "lexical", "hybrid", "dense-before", "hybrid-before"],
+                    default=["dense", "lexical", "hybrid"],
+                    help="MODE-before: the store without its document table and manifest-read saving")
     ap.add_argument("--filter-queries", type=int, default=50, help="questions of the filtered comparison")
     ap.add_argument("--noise", type=float, default=0.01)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)

@@ -251,8 +251,10 @@ def test_hybrid_gives_its_dense_half_the_documents_a_metadata_filter_selects(sto
     with query_spy(monkeypatch) as calls:
         find_hits(Request("hybrid", "cats fish", vec, where), 5, sources)
     assert [c["where"] for c in calls["query"]] == [where]
-    # nor are more sentences named than a read by id is worth
+    # nor are more sentences named than a read by id is worth (by the lexical index, nor by
+    # the store's own table of document metadata)
     monkeypatch.setattr(ranking, "SCOPE_IDS", 3)
+    monkeypatch.setattr(reads, "SCOPE_IDS", 3)
     with query_spy(monkeypatch) as calls:
         find_hits(Request("hybrid", "cats fish", vec, {"topic": "pets"}), 5, sources)
     assert [c["where"] for c in calls["query"]] == [{"topic": "pets"}]
