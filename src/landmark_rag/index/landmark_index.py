@@ -14,49 +14,50 @@ sentence hits alone: ``find_hits``), whose one loop reads a mode's best sentence
 ``store/lexical.py``; ``hybrid``: both fused, ``retrieve/fusion.py``; the default is the
 model's ``landmark_config.json`` ``fusion.mode``) and expands, merges and tops them up to
 exactly ``k`` passages, the same way for every mode.
+
+The class keeps the wiring and the public API; its steps live next to it: ``opening``
+(which store and model ``open`` finds), ``requests`` (a search's arguments, checked before
+anything is read), ``writing`` (what each ``add_*`` hands ``ingest``) and ``expansion``
+(hits a framework found, made into passages).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from landmark_rag.encode.protocols import QueryEncoder, SentenceEncoder
-from landmark_rag.expand import AnySentenceSource, Strategy, check_max_tokens, choose_strategy, expand_hits
-from landmark_rag.expand.strategies import StrategyName, approx_tokens
-from landmark_rag.ingest import (
-    DocumentEncoder,
-    FileSet,
-    IndexReport,
-    SourceDocument,
-    StoreState,
-    file_documents,
-    find_files,
-    indexed_elsewhere,
-    prune_missing,
-    store_documents,
-    stored_form,
-    text_documents,
-    write_documents,
+from landmark_rag.expand import AnySentenceSource, Strategy, check_max_tokens, choose_strategy
+from landmark_rag.expand.strategies import StrategyName
+from landmark_rag.index.expansion import expand_found
+from landmark_rag.index.opening import open_store, records_model, store_identity
+from landmark_rag.index.requests import (
+    ORDERS,
+    Order,
+    Query,
+    check_order,
+    check_passage_cap,
+    check_request,
+    needs_vector,
+    search_limits,
 )
+from landmark_rag.index.writing import (
+    Encode,
+    check_encoded,
+    files_to_index,
+    index_files,
+    store_encoded,
+    write_sources,
+)
+from landmark_rag.ingest import DocumentEncoder, FileSet, IndexReport, SourceDocument, text_documents
 from landmark_rag.retrieve import Request, Sources, cosine_rescore, find_hits, find_passages, unit_vector
 from landmark_rag.retrieve.fusion import FusionConfig, Mode, check_mode, model_fusion
 from landmark_rag.retrieve.rescore import Scored
-from landmark_rag.retrieve.search import budget_passages, find_budget_hits
-from landmark_rag.store import (
-    DEFAULT_COLLECTION,
-    DEFAULT_DB,
-    ChromaSentenceStore,
-    make_client,
-    record_model,
-    recorded_model,
-    store_model,
-)
-from landmark_rag.store.client import CollectionNotFoundError, missing_store_folder
-from landmark_rag.store.identity import recorded_identity
+from landmark_rag.retrieve.search import find_budget_hits
+from landmark_rag.store import DEFAULT_COLLECTION, DEFAULT_DB, record_model
 from landmark_rag.store.protocols import SentenceStore
 from landmark_rag.types import EncodedDocument, Hit, Passage
 
@@ -64,10 +65,8 @@ if TYPE_CHECKING:
     from landmark_rag.encode.config import LandmarkConfig
     from landmark_rag.store.lexical import StoreLexicalIndex
 
-Order = Literal["score", "document"]
-#: the orders passages come in: best first, or reading order
-ORDERS: tuple[str, ...] = ("score", "document")
-Query = str | np.ndarray
+# the argument types of a search, importable from here as before
+__all__ = ["ORDERS", "LandmarkIndex", "Order", "Query"]
 
 
 class LandmarkIndex:
@@ -130,7 +129,7 @@ class LandmarkIndex:
 
     def _encoder_ready(self, encoder: QueryEncoder) -> None:
         """A reader compares the encoder with the store's identity, never records it."""
-        if _identity(self.store):
+        if store_identity(self.store):
             self.sentence_store.check_identity(encoder.config.identity(), record=False)
             self._identity_recorded = True
 
@@ -169,36 +168,11 @@ class LandmarkIndex:
         ``torch.compile`` the encoder's document windows once loaded
         (``LandmarkEncoder.compile``: long indexing runs).
         """
-        if client is None and not create and missing_store_folder(db):
-            # a PersistentClient would create the folder (and its database) just to find nothing
-            raise CollectionNotFoundError(collection, [])
-        client = client if client is not None else make_client(db)
-        try:
-            existing = ChromaSentenceStore.open(collection_name=collection, client=client, create=False)
-        except LookupError:
-            if not create:
-                raise
-            existing = None
-        source, settings = store_model(existing, model, overrides)
-
-        def load() -> QueryEncoder:
-            from landmark_rag.encode.models.cache import load_encoder
-
-            encoder = load_encoder(source, device=device, **settings)
-            return encoder.compile() if compile_encoder else encoder
-
-        deferred = lazy and existing is not None and model is None and not overrides and _records_model(existing)
-        encoder = None if deferred else load()
-        store = existing
-        if store is None:  # a new collection: created with its model recorded
-            assert encoder is not None  # only a store that records its model defers loading
-            store = ChromaSentenceStore.open(
-                collection_name=collection, client=client, identity=encoder.config.identity(), create=True
-            )
-            record_model(store, source, encoder.dim)
-        index = cls(store, encoder, strategy=strategy, strategy_params=strategy_params, fusion=fusion,
-                    lexical_cache=lexical_cache, encoder_loader=load if deferred else None)
-        index._source = source
+        opened = open_store(db, collection=collection, model=model, device=device, overrides=overrides,
+                            create=create, client=client, lazy=lazy, compile_encoder=compile_encoder)
+        index = cls(opened.store, opened.encoder, strategy=strategy, strategy_params=strategy_params, fusion=fusion,
+                    lexical_cache=lexical_cache, encoder_loader=opened.loader)
+        index._source = opened.source
         return index
 
     # ------------------------------------------------------------------ parts
@@ -319,7 +293,7 @@ class LandmarkIndex:
         skip_unchanged: bool = True,
         batch_size: int | None = None,
         show_progress: bool | None = False,
-        encode: Callable[[list[str], list[str]], Sequence[EncodedDocument]] | None = None,
+        encode: Encode | None = None,
     ) -> list[str]:
         """Encode whole documents (one pass each) and store one vector per sentence.
 
@@ -345,7 +319,7 @@ class LandmarkIndex:
         skip_unchanged: bool = True,
         batch_size: int | None = None,
         show_progress: bool | None = False,
-        encode: Callable[[list[str], list[str]], Sequence[EncodedDocument]] | None = None,
+        encode: Encode | None = None,
     ) -> list[str]:
         """:meth:`add_texts` for documents already made (``ingest.SourceDocument``: distinct
         ids, e.g. a file's pages joined by ``ingest.join_pages``, whose sentences keep their
@@ -356,8 +330,8 @@ class LandmarkIndex:
         def encoder() -> DocumentEncoder:
             return DocumentEncoder(encode) if encode is not None else DocumentEncoder.of(self._sentence_encoder(), batch_size)
 
-        write_documents(self.sentence_store, documents, encoder, skip_unchanged=skip_unchanged, errors="raise",
-                        total=len(documents), desc="adding", show_progress=show_progress)
+        write_sources(self.sentence_store, documents, encoder, skip_unchanged=skip_unchanged,
+                      show_progress=show_progress)
         return [d.doc_id for d in documents]
 
     def add_files(
@@ -392,17 +366,10 @@ class LandmarkIndex:
         ``show_progress``: ``None`` shows the bar once the run has taken a few seconds.
         """
         store = self.sentence_store
-        local = getattr(store, "local_path", None)
-        found = paths if isinstance(paths, FileSet) else find_files(paths, glob=glob, exclude=[local] if local else [])
+        found = files_to_index(store, paths, glob)
         self.record_identity()
-        state = StoreState.read(store)  # the manifest, read once for the whole run
-        found = indexed_elsewhere(state, found)  # one file, one document: never stored twice
-        report = write_documents(
-            store, file_documents(found), lambda: DocumentEncoder.of(self._sentence_encoder(), batch_size),
-            state=state, total=len(found.files) + len(found.skipped), desc="indexing", show_progress=show_progress,
-        )
-        if prune and not report.interrupted:
-            report.pruned = prune_missing(store, found.roots, report.outcomes)
+        report = index_files(store, found, lambda: DocumentEncoder.of(self._sentence_encoder(), batch_size),
+                             prune=prune, show_progress=show_progress)
         return report
 
     def add_documents(
@@ -413,17 +380,9 @@ class LandmarkIndex:
         Written as they are (the write path's last step): nothing is skipped or encoded.
         """
         docs = list(encoded_documents)
-        if metadatas is not None and len(metadatas) != len(docs):
-            raise ValueError(f"got {len(metadatas)} metadatas for {len(docs)} documents")
-        if any(not d.doc_id for d in docs):
-            raise ValueError("add_documents needs EncodedDocuments with a doc_id")
+        check_encoded(docs, metadatas)
         self.record_identity()
-        stored = [
-            stored_form(SourceDocument(str(doc.doc_id), doc.text, dict((metadatas[i] if metadatas else None) or {})), doc)
-            for i, doc in enumerate(docs)
-        ]
-        # the manifest's protocol once per group of documents, not once per document
-        store_documents(self.sentence_store, stored)
+        store_encoded(self.sentence_store, docs, metadatas)
         return [str(d.doc_id) for d in docs]
 
     def delete(self, doc_ids: Sequence[str]) -> int:
@@ -444,7 +403,7 @@ class LandmarkIndex:
         """
         if self._identity_recorded:
             return
-        if self._encoder is None and self._load_encoder is not None and _records_model(self.store):
+        if self._encoder is None and self._load_encoder is not None and records_model(self.store):
             self._identity_recorded = True  # nothing to record; the encoder is checked when it loads
             return
         store = self.sentence_store
@@ -489,11 +448,11 @@ class LandmarkIndex:
         A blank query (without ``query_vector``: searching by a vector alone is fine), ``k < 1``,
         ``max_tokens < 1`` (or not a whole number) or an unknown ``order`` raise ``ValueError``.
         """
-        k, budget = _limits(k, max_tokens)
-        _check_request(1 if k is None else k, order, [query], vector_given=query_vector is not None)
+        k, budget = search_limits(k, max_tokens)
+        check_request(1 if k is None else k, order, [query], vector_given=query_vector is not None)
         mode = self.resolve_mode(mode)
         strat = self.resolve_strategy(strategy)
-        if query_vector is None and self._needs_vector(mode, strat):
+        if query_vector is None and needs_vector(mode, strat):
             query_vector = self.encode_query(query)
         return self._passages(query, query_vector, k, strat, where=where, order=order, mode=mode, max_tokens=budget)
 
@@ -511,13 +470,13 @@ class LandmarkIndex:
     ) -> list[list[Passage]]:
         """:meth:`search` for many queries, encoded in batches (all checked first)."""
         queries = list(queries)
-        k, budget = _limits(k, max_tokens)
-        _check_request(1 if k is None else k, order, queries)
+        k, budget = search_limits(k, max_tokens)
+        check_request(1 if k is None else k, order, queries)
         if not queries:
             return []
         mode = self.resolve_mode(mode)
         strat = self.resolve_strategy(strategy)
-        if self._needs_vector(mode, strat):
+        if needs_vector(mode, strat):
             vectors: Sequence[np.ndarray | None] = list(self.encoder.encode_queries(queries, show_progress=show_progress))
         else:
             vectors = [None] * len(queries)
@@ -546,10 +505,10 @@ class LandmarkIndex:
         """
         if max_tokens is not None:
             budget = check_max_tokens(max_tokens)
-            _check_request(1, "score", [query], vector_given=query_vector is not None)
+            check_request(1, "score", [query], vector_given=query_vector is not None)
             mode = self.resolve_mode(mode)
             strat = self.strategy
-            if query_vector is None and self._needs_vector(mode, strat):
+            if query_vector is None and needs_vector(mode, strat):
                 query_vector = self.encode_query(query)
             request = Request(mode, query, query_vector, where)
             return find_budget_hits(
@@ -557,7 +516,7 @@ class LandmarkIndex:
             )[0]
         if n is None:
             raise ValueError("hits needs n (how many) or max_tokens (a budget to fill)")
-        _check_request(n, "score", [query], what="n", vector_given=query_vector is not None)
+        check_request(n, "score", [query], what="n", vector_given=query_vector is not None)
         mode = self.resolve_mode(mode)
         if query_vector is None and mode != "lexical":
             query_vector = self.encode_query(query)
@@ -568,10 +527,6 @@ class LandmarkIndex:
         if isinstance(query, str):
             return self.encoder.encode_query(query)
         return unit_vector(query)
-
-    @staticmethod
-    def _needs_vector(mode: Mode, strategy: Strategy) -> bool:
-        return mode != "lexical" or strategy.needs_vectors
 
     def _sources(self, mode: Mode) -> Sources:
         """What a search of ``mode`` reads (the lexical index only when the mode uses it: it is
@@ -598,7 +553,7 @@ class LandmarkIndex:
                 request, max_tokens, self._sources(mode), strategy, k=k, order=order,
                 count_tokens=self._token_counter(),
             )[1]
-        assert k is not None  # _limits gives k a default when there is no budget
+        assert k is not None  # search_limits gives k a default when there is no budget
         return find_passages(
             request, k, self._sources(mode), strategy, order=order, count_tokens=self._token_counter()
         )
@@ -619,35 +574,14 @@ class LandmarkIndex:
         the passages fill at most that many tokens, as in :meth:`search`. The adaptive
         strategy needs ``query`` (text or vector).
         """
-        if k is not None and (isinstance(k, bool) or int(k) != k or k < 1):
-            raise ValueError(f"k must be a whole number of at least 1 (or None: every passage), got {k!r}")
+        check_passage_cap(k)
         budget = check_max_tokens(max_tokens) if max_tokens is not None else None
-        _check_order(order)
+        check_order(order)
         vector = self.encode_query(query) if query is not None else None
-        visible = getattr(self.store, "visible_hits", None)
-        if callable(visible):  # hits read raw by a framework: drop versions readers must not see
-            hits = visible(hits)
-        # a source that cannot tell a document's live version reads each at its hits' version
-        pinned = getattr(self.store, "pinned_to", None)
-        source = pinned(hits) if callable(pinned) else self.store
-        strat = self.resolve_strategy(strategy)
-        if budget is not None:
-            ranked = sorted(hits, key=lambda h: -h.score)  # a framework's hits, best first
-            passages, _ = budget_passages(
-                ranked, source, strat, budget, count_tokens=self._token_counter() or approx_tokens,
-                query_vector=vector, k=k, order=order,
-            )
-            return passages
-        passages = expand_hits(
-            hits,
-            source,
-            strat,
-            query_vector=vector,
-            count_tokens=self._token_counter(),
-            order=order,
-            max_passages=k,
+        return expand_found(
+            hits, self.store, self.resolve_strategy(strategy), query_vector=vector,
+            count_tokens=self._token_counter(), k=k, order=order, max_tokens=budget,
         )
-        return passages[:k] if k is not None else passages
 
     def rescore(self, query: Query, passages: Sequence[Scored]) -> list[Scored]:
         """Copies of ``passages`` (or hits) scored by cosine with ``query``, from stored vectors."""
@@ -658,44 +592,4 @@ class LandmarkIndex:
             return f"LandmarkIndex(model={self._source!r}, not loaded yet)"
         name = getattr(getattr(self._encoder, "config", None), "model_name", None)
         return f"LandmarkIndex(model={name!r}, strategy={self.strategy!r}, mode={self.fusion.mode!r})"
-
-
-def _identity(store: object) -> dict[str, Any]:
-    identity = getattr(store, "identity", None)
-    return identity() if callable(identity) else {}
-
-
-def _records_model(store: object) -> bool:
-    """Whether the collection records both its model identity and where the model came from
-    (so a writer has nothing to record, and the model can be loaded when first needed)."""
-    collection = getattr(store, "collection", None)  # a plain sentence source records nothing
-    return collection is not None and bool(recorded_identity(collection)) and bool(recorded_model(store)[0])
-
-
-def _limits(k: int | None, max_tokens: int | None) -> tuple[int | None, int | None]:
-    """``(k, max_tokens)`` of a search: ``k`` defaults to 4 passages without a budget and to
-    no cap with one; ``max_tokens`` is checked here (``check_max_tokens``)."""
-    if max_tokens is None:
-        return (4 if k is None else k), None
-    return k, check_max_tokens(max_tokens)
-
-
-def _check_order(order: str) -> None:
-    if order not in ORDERS:
-        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
-
-
-def _check_request(
-    k: int, order: str, queries: Sequence[str], what: str = "k", *, vector_given: bool = False
-) -> None:
-    """Bad search arguments refused before anything is read: a blank query with no vector
-    given has nothing to match (every sentence would rank by chance), ``k < 1`` asks for nothing."""
-    if isinstance(k, bool) or int(k) != k or k < 1:
-        raise ValueError(f"{what} must be a whole number of at least 1, got {k!r}")
-    _check_order(order)
-    for i, q in enumerate(queries):
-        if not isinstance(q, str):
-            raise TypeError(f"a query is a string, got {type(q).__name__}" + (f" (query {i})" if len(queries) > 1 else ""))
-        if not q.strip() and not vector_given:
-            raise ValueError("the query is blank" + (f" (query {i})" if len(queries) > 1 else "") + ": ask something")
 
