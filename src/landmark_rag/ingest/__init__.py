@@ -1,7 +1,8 @@
 """Writing documents into a store, without any framework: the one write path.
 
-``ingest/write.py`` holds the steps every writer goes through (skip unchanged, finish an
-interrupted write, group, encode, store); ``sources.py`` what a document to write is and how
+``ingest/write.py`` runs the steps every writer goes through, each in a module of its own
+(``planning.py``: skip unchanged, finish an interrupted write; ``encoding.py``; ``storing.py``;
+``stored_files.py``: files indexed elsewhere or gone); ``sources.py`` what a document to write is and how
 files, texts and dataset rows become one (what a file is and how it is read:
 ``landmark_rag.extract``); ``discover.py`` which files; ``pages.py`` how a framework
 loader's pages of one file become one document. ``LandmarkIndex.add_texts`` /
