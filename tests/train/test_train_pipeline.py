@@ -309,16 +309,16 @@ def test_cli_runs_bf16_mixed_precision_on_the_device_it_names(tiny_dir, tmp_path
 
 def _spy_on_the_loss(monkeypatch) -> list[dict]:
     """Every call of the trainer's contrastive loss, as ``{"spans": ..., **keyword arguments}``."""
-    from landmark_rag.train import trainer as trainer_module
+    from landmark_rag.train import objective  # where the step's loss terms are assembled
 
     calls: list[dict] = []
-    real = trainer_module.position_aware_contrastive_loss
+    real = objective.position_aware_contrastive_loss
 
     def spy(*args, **kwargs):
         calls.append({"spans": args[2], **kwargs})
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(trainer_module, "position_aware_contrastive_loss", spy)
+    monkeypatch.setattr(objective, "position_aware_contrastive_loss", spy)
     return calls
 
 
