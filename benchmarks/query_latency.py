@@ -27,6 +27,14 @@ each article). A table of the same figures goes to stderr.
 
     python benchmarks/query_latency.py --sizes 60000 --filtered --filter-queries 50
 
+``--first-search N`` times, N times each in a fresh process, opening the store and its first
+dense search filtered on user metadata (``{"copy": 0}``, after one unfiltered search that loads
+the vector index): ``memory`` with the store's document table kept in memory only (as before it
+was kept beside the store), ``cold`` with no file kept yet (the table is derived from every
+sentence and saved), ``file`` starting from the kept file. ``--queries 0`` skips the rest.
+
+    python benchmarks/query_latency.py --sizes 60000 --queries 0 --first-search 3
+
 Data: data/squad-v1.1-dev-part-a.json (CC BY-SA 4.0).
 """
 
@@ -235,6 +243,54 @@ def _measure_mode(index, questions, vectors, filters, k: int, mode: str) -> dict
     return row
 
 
+def first_search(db: str, mode: str, vector: list[float]) -> dict[str, float]:
+    """In a fresh process: open the store, one unfiltered search (loads the HNSW index), then
+    the first metadata-filtered one; ms each. ``mode``: ``memory`` keeps no file (the table as
+    before it was kept), ``cold`` / ``file`` use the file (the caller removed it for ``cold``)."""
+    from landmark_rag.store.doc_metadata_cache import DocTableCache
+
+    if mode == "memory":
+        DocTableCache.beside = classmethod(lambda cls, *a: cls(None, {}))  # type: ignore[method-assign]
+    vec = np.asarray(vector, dtype=np.float32)
+    t0 = time.perf_counter()
+    store = ChromaSentenceStore.open(collection_name="landmark", client=make_client(db), create=False)
+    t1 = time.perf_counter()
+    store.nearest(vec, 3)
+    t2 = time.perf_counter()
+    hits = store.nearest(vec, 3, where={"copy": 0})
+    t3 = time.perf_counter()
+    assert len(hits) == 3 and all(h.metadata.get("copy") == 0 for h in hits)
+    return {"open_ms": (t1 - t0) * 1e3, "unfiltered_ms": (t2 - t1) * 1e3, "filtered_ms": (t3 - t2) * 1e3}
+
+
+def measure_first_search(work: Path, store: ChromaSentenceStore, size: int, repeats: int) -> dict:
+    """:func:`first_search` ``repeats`` times per mode, modes interleaved so that load on the
+    machine falls on each alike; median ms per mode."""
+    import multiprocessing
+
+    from landmark_rag.store.doc_metadata_cache import DOC_TABLE_DIR
+
+    db = work / f"store_{size}"
+    kept = db / DOC_TABLE_DIR / "landmark.json"
+    vector = np.asarray(store.collection.get(limit=1, include=["embeddings"])["embeddings"][0]).tolist()
+    runs: dict[str, list[dict[str, float]]] = {"memory": [], "cold": [], "file": []}
+    ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing of this process's state
+    for _ in range(repeats):
+        for mode, got in runs.items():
+            if mode == "cold":
+                kept.unlink(missing_ok=True)
+            with ctx.Pool(1) as pool:
+                got.append(pool.apply(first_search, (str(db), mode, vector)))
+    out = {mode: {k: round(float(np.median([r[k] for r in got])), 1) for k in got[0]} for mode, got in runs.items()}
+    out["file_bytes"] = kept.stat().st_size if kept.exists() else 0
+    print(f"\n{size:,} sentences, first search of a fresh process, median of {repeats} (ms)", file=sys.stderr)
+    for mode in runs:
+        row = out[mode]
+        print(f"{mode:<7} open {row['open_ms']:>8.1f}  unfiltered {row['unfiltered_ms']:>8.1f}  "
+              f"filtered {row['filtered_ms']:>8.1f}", file=sys.stderr)
+    return out
+
+
 def print_filtered(size: int, table: dict) -> None:
     """The filtered figures side by side (stderr): p50 ms, and the ratio to unfiltered."""
     names = [n for n in next(iter(table.values())) if n != "unfiltered"]
@@ -258,6 +314,8 @@ def main() -> None:
                     default=["dense", "lexical", "hybrid"],
                     help="MODE-before: the store without its document table and manifest-read saving")
     ap.add_argument("--filter-queries", type=int, default=50, help="questions of the filtered comparison")
+    ap.add_argument("--first-search", type=int, default=0, metavar="N",
+                    help="also: a fresh process's first metadata-filtered dense search, N times per mode")
     ap.add_argument("--noise", type=float, default=0.01)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/landmark_query_latency"))
@@ -268,16 +326,20 @@ def main() -> None:
     picked = rng.permutation(len(questions))[: args.queries]
     questions, titles = [questions[i] for i in picked], [titles[i] for i in picked]
     seed = seed_store(args.workdir, docs)
-    encoder = LandmarkIndex.open(args.workdir / "seed", create=False).encoder
-    out = {"model": encoder.model_name, "cores": os.cpu_count(), "load_avg_before": [round(x, 1) for x in os.getloadavg()],
+    # the model is loaded only for what encodes questions (not for --first-search alone)
+    encoder = LandmarkIndex.open(args.workdir / "seed", create=False).encoder if args.queries else None
+    model = encoder.model_name if encoder is not None else seed.identity().get("model_name")
+    out = {"model": model, "cores": os.cpu_count(), "load_avg_before": [round(x, 1) for x in os.getloadavg()],
            "sizes": {}}
     for size in args.sizes:
         t0 = time.perf_counter()
         store = build_store(args.workdir, seed, size, args.noise)
         built = time.perf_counter() - t0
-        res = measure(store, encoder, questions, args.k, args.strategy)
+        res = measure(store, encoder, questions, args.k, args.strategy) if encoder is not None else {}
         res["build_s"] = round(built, 1)
-        if args.filtered:
+        if args.first_search:
+            res["first_search"] = measure_first_search(args.workdir, store, size, args.first_search)
+        if args.filtered and encoder is not None:
             n = args.filter_queries
             res["filtered"] = measure_filtered(store, encoder, questions[:n], titles[:n], args.k, args.modes, size)
             print_filtered(size, res["filtered"])

@@ -106,7 +106,7 @@ def test_metadata_filters_follow_ingest_reingest_and_delete(store, monkeypatch):
     with query_spy(monkeypatch) as calls:
         pets = store.nearest(vec, 40, where={"topic": "pets"})
     assert _filtered_queries(calls) == [] and {h.sentence.doc_id for h in pets} == {"d0", "d7", "d9"}
-    # a fresh store object (another process) builds its own table and agrees
+    # a fresh store object (another process) starts from the table kept beside the store and agrees
     assert _run(ChromaSentenceStore(store.collection, store.manifest)) == _run(store)
 
 

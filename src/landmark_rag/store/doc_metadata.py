@@ -15,8 +15,10 @@ tool or written before versions existed need not carry what their sentences carr
 filter is about the sentences. So any store works as it is, with no re-ingest: the first
 filtered search reads every visible sentence's metadata once (about 5 s at 60,000 sentences
 on a 2-core machine), and each later one re-reads only the documents whose manifest version
-changed, when the manifest's generation moved (about a millisecond to check). It lives in
-memory, one per store object.
+changed, when the manifest's generation moved (about a millisecond to check). A local store
+keeps it beside itself between processes (``store/doc_metadata_cache.py``): a new process
+starts from that copy, keeping each entry only while its document's record still names the
+version it was read under, and reads the others (every one, when there is no copy).
 
 The table declines (every filter goes to Chroma, as before) where it could be wrong: a store
 without a manifest or a generation, one holding sentences no manifest record accounts for
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from landmark_rag.store.client import Collections, store_errors
+from landmark_rag.store.doc_metadata_cache import CachedTable, DocEntry, DocTableCache
 from landmark_rag.store.lexical_filter import RowFilter, shared_metadata
 from landmark_rag.store.manifest import Manifest, is_complete, is_current, version_key
 from landmark_rag.store.schema import DIRTY, DOC_ID, INDEX, N_SENTENCES, VERSION, sentence_id
@@ -41,15 +44,9 @@ from landmark_rag.store.schema import DIRTY, DOC_ID, INDEX, N_SENTENCES, VERSION
 _BATCH = 64
 
 
-@dataclass(frozen=True)
-class _Doc:
-    """One visible document as the table holds it."""
-
-    key: str  # the record's version key when read (``manifest.version_key``)
-    version: str | None  # the version its sentence ids carry (None: ids not derivable)
-    n: int  # its visible sentences
-    shared: dict[str, Any]
-    varying: list[str]
+#: One visible document as the table holds it (its version key, addressable version, count,
+#: shared metadata and varying keys): the form the cache file keeps too.
+_Doc = DocEntry
 
 
 @dataclass
@@ -78,6 +75,8 @@ class DocumentTable:
         self._manifest = manifest
         self._state: _State | None = None
         self._lock = threading.Lock()
+        self._cache = DocTableCache.beside(collections.collection, collections.manifest, collections.local_path)
+        self._saved: CachedTable | None = None  # what the cache file holds, as far as this object knows
 
     def sentence_ids(self, where: Mapping[str, Any], *, most: int) -> list[str] | None:
         """The ids of the visible sentences passing ``where``, when the table decides it whole
@@ -112,9 +111,24 @@ class DocumentTable:
         with self._lock:
             state = self._state
             if state is None or state.generation != generation:
+                if state is None:
+                    # a table another process (or store object) derived: the start to sync from
+                    self._saved = self._cache.load()
+                    if self._saved is not None:
+                        state = _State(self._saved.generation, self._saved.docs, usable=False)
                 state = self._sync(generation, state)
                 self._state = state
+                self._save(state)
             return state
+
+    def _save(self, state: _State) -> None:
+        """Keep ``state`` for later processes, unless the file already holds it."""
+        saved = self._saved
+        if saved is not None and saved.generation == state.generation and saved.docs == state.docs:
+            return
+        table = CachedTable(state.generation, dict(state.docs))
+        if self._cache.save(table):
+            self._saved = table
 
     def _sync(self, generation: str, old: _State | None) -> _State:
         """Re-read the documents whose record changed since ``old`` (all, the first time)."""

@@ -167,7 +167,7 @@ def cache_folder(store: Any, cache_dir: str | os.PathLike[str] | bool | None) ->
     ``None`` (memory) for a server store or ``cache_dir=False``."""
     if cache_dir is False:
         return None
-    name = _safe(store.name)
+    name = safe_name(store.name)
     if cache_dir not in (None, True):
         return Path(os.fspath(cache_dir)) / name  # type: ignore[arg-type]
     if store.local_path is not None:
@@ -175,8 +175,10 @@ def cache_folder(store: Any, cache_dir: str | os.PathLike[str] | bool | None) ->
     return None  # a server store: memory only unless the caller names a folder
 
 
-def _safe(name: str) -> str:
+def safe_name(name: str) -> str:
+    """``name`` (a collection's) as a file name: anything but letters, digits, ``.``, ``_`` and
+    ``-`` becomes ``_`` (Chroma's own rules allow little else, so names rarely change)."""
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
 
-__all__ = ["FORMAT", "LEXICAL_DIR", "DocTerms", "LexicalCache", "Snapshot", "cache_folder"]
+__all__ = ["FORMAT", "LEXICAL_DIR", "DocTerms", "LexicalCache", "Snapshot", "cache_folder", "safe_name"]
