@@ -13,7 +13,10 @@
 - ``analyzer.py``: text -> lexical terms, per language;
 - ``lexical.py`` / ``lexical_cache.py``: the sentence-level BM25 index derived from a store,
   kept in sync with its manifest, and its cache on disk; ``lexical_filter.py``: metadata
-  filters evaluated inside it, as masks over its rows.
+  filters evaluated inside it, as masks over its rows;
+- ``doc_metadata.py`` / ``doc_metadata_cache.py``: the metadata each document's sentences
+  share, which turns a metadata filter on a vector search into the documents it selects, and
+  its file beside a local store.
 """
 
 from landmark_rag.store.chroma import ChromaSentenceStore
