@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -58,16 +59,24 @@ FILTERS: list[dict[str, Any]] = [
 QUERIES = ["cats fish", "river boats", "rockets fuel cats", "oven bread yeast", "sun nap"]
 
 
+IDENTITY = {"model_name": "m", "pooling": "landmark"}
+
+
 def _documents(store: ChromaSentenceStore, n: int = 8) -> None:
     for i in range(n):
         store.add_document(encode(TEXTS[i % len(TEXTS)], f"d{i}", seed=i), metadata=META[i % len(META)])
 
 
-@pytest.fixture()
-def store(tmp_path) -> ChromaSentenceStore:
-    store = ChromaSentenceStore.open(tmp_path / "db", "unit", identity={"model_name": "m", "pooling": "landmark"})
+def filtered_store(db: Path) -> ChromaSentenceStore:
+    """A new store in ``db`` (collection ``unit``) holding the eight documents the filters select from."""
+    store = ChromaSentenceStore.open(db, "unit", identity=IDENTITY)
     _documents(store)
     return store
+
+
+@pytest.fixture()
+def store(tmp_path) -> ChromaSentenceStore:
+    return filtered_store(tmp_path / "db")
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from landmark_rag.store import ChromaSentenceStore
 from landmark_rag.store.records import document_rows
 from landmark_rag.store.schema import sentence_metadata
 from tests.random_vectors import encode
-from tests.retrieve.test_filtered_search import META, TEXTS, general_path, query_spy
+from tests.retrieve.test_filtered_search import META, TEXTS, filtered_store, general_path, query_spy
 
 FILTERS: list[dict[str, Any]] = [
     {"topic": "pets"},
@@ -37,16 +37,9 @@ FILTERS: list[dict[str, Any]] = [
 ]
 
 
-def _documents(store: ChromaSentenceStore, n: int = 8) -> None:
-    for i in range(n):
-        store.add_document(encode(TEXTS[i % len(TEXTS)], f"d{i}", seed=i), metadata=META[i % len(META)])
-
-
 @pytest.fixture()
 def store(tmp_path) -> ChromaSentenceStore:
-    store = ChromaSentenceStore.open(tmp_path / "db", "unit", identity={"model_name": "m", "pooling": "landmark"})
-    _documents(store)
-    return store
+    return filtered_store(tmp_path / "db")
 
 
 def _vectors(n: int = 4) -> list[np.ndarray]:

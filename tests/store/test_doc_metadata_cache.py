@@ -26,11 +26,10 @@ from landmark_rag.store import ChromaSentenceStore, doc_metadata
 from landmark_rag.store.doc_metadata_cache import DOC_TABLE_DIR, FORMAT, CachedTable, DocEntry, DocTableCache
 from landmark_rag.store.schema import sentence_metadata
 from tests.random_vectors import encode
-from tests.retrieve.test_filtered_search import TEXTS, general_path, query_spy
-from tests.store.test_doc_metadata import FILTERS, _check, _documents, _filtered_queries, _vectors
+from tests.retrieve.test_filtered_search import IDENTITY, TEXTS, _documents, filtered_store, general_path, query_spy
+from tests.store.test_doc_metadata import FILTERS, _check, _filtered_queries, _vectors
 
 REPO = Path(__file__).resolve().parents[2]
-IDENTITY = {"model_name": "m", "pooling": "landmark"}
 
 
 def _open(db: Path) -> ChromaSentenceStore:
@@ -44,8 +43,7 @@ def _file(db: Path) -> Path:
 
 @pytest.fixture()
 def db(tmp_path: Path) -> Path:
-    store = ChromaSentenceStore.open(tmp_path / "db", "unit", identity=IDENTITY)
-    _documents(store)
+    filtered_store(tmp_path / "db")
     return tmp_path / "db"
 
 
