@@ -46,7 +46,7 @@ from landmark_rag.datasets.longevidence import LongEvidenceSet, load_long_eviden
 from landmark_rag.evaluation.context import Passage, contexts_by_budget
 from landmark_rag.evaluation.corpus import Corpus, build_corpus
 from landmark_rag.evaluation.metrics import answer_in_context, rank_order
-from landmark_rag.evaluation.systems import System, Workspace, make_system, per_expansion
+from landmark_rag.evaluation.systems import System, Workspace, choose_systems
 
 logger = logging.getLogger(__name__)
 
@@ -228,9 +228,7 @@ def evaluate_long_evidence(
     systems), ``found@B``, ``evidence_recall@B``, ``coverage@256`` and cost figures.
     """
     names = list(systems) if systems else list(DEFAULT_SYSTEMS)
-    chosen = [make_system(s) for s in names]  # fails fast on an unknown name
-    if expansions:
-        chosen = per_expansion(chosen, list(expansions))
+    chosen = choose_systems(names, expansions)
     if not budgets or any(int(b) <= 0 for b in budgets):
         raise ValueError("budgets must be positive token counts")
     budgets = sorted({int(b) for b in budgets})
@@ -276,14 +274,7 @@ def evaluate_long_evidence(
                                             show_progress=show_progress)
         metrics = _summary(raw, budgets, everyone, answerable)
         stats = raw["stats"]
-        metrics["tokens_per_s"] = stats.tokens / max(stats.seconds, 1e-9)
-        metrics["index_s"] = stats.seconds
-        metrics["units"] = stats.units
-        if stats.vectors is not None:
-            metrics["vectors"] = stats.vectors
-        metrics["index_bytes"] = stats.bytes
-        if raw["query_seconds"] > 0:
-            metrics["queries_per_s"] = len(corpus.questions) / raw["query_seconds"]
+        metrics.update(stats.cost_metrics(len(corpus.questions), raw["query_seconds"]))
         results[system.name] = metrics
         for src in source_names:
             per_source.setdefault(src, {})[system.name] = _summary(raw, budgets, question_source == src, answerable)

@@ -22,7 +22,7 @@ from landmark_rag.evaluation.context import Passage, contexts_by_budget
 from landmark_rag.evaluation.corpus import Corpus, build_corpus
 from landmark_rag.evaluation.data import _EvalSet, choose_articles
 from landmark_rag.evaluation.metrics import answer_in_context, gold_rank, mrr_at, rank_order, recall_at
-from landmark_rag.evaluation.systems import SYSTEMS, System, Workspace, make_system, per_expansion
+from landmark_rag.evaluation.systems import SYSTEMS, System, Workspace, choose_systems
 
 logger = logging.getLogger(__name__)
 
@@ -115,14 +115,7 @@ def evaluate_system(
         out[f"mrr@{MRR_K}"] = mrr_at(ranks, MRR_K)
     for b in budgets:
         out[f"coverage@{b}"] = covered[b] / n if n else 0.0
-    out["tokens_per_s"] = stats.tokens / max(stats.seconds, 1e-9)
-    out["index_s"] = stats.seconds
-    out["units"] = stats.units
-    if stats.vectors is not None:
-        out["vectors"] = stats.vectors
-    out["index_bytes"] = stats.bytes
-    if n and system.query_seconds > 0:
-        out["queries_per_s"] = n / system.query_seconds
+    out.update(stats.cost_metrics(n, system.query_seconds))
     if stats.shared_with:
         logger.info("%s reused the %s encoding; its indexing figures are %s's", system.name, stats.shared_with,
                     stats.shared_with)
@@ -164,9 +157,7 @@ def evaluate(
     system does not have (recall for chunk systems, vectors for BM25) are absent.
     """
     names = list(systems) if systems else list(SYSTEMS)
-    chosen = [make_system(s) for s in names]  # fails fast on an unknown name
-    if expansions:
-        chosen = per_expansion(chosen, list(expansions))
+    chosen = choose_systems(names, expansions)
     if not budgets or any(int(b) <= 0 for b in budgets):
         raise ValueError("budgets must be positive token counts")
     source, articles = _run_articles(data, select, titles, max_articles, max_questions)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from landmark_rag.evaluation.systems.base import DenseSystem, IndexStats, System, Workspace
 from landmark_rag.evaluation.systems.bm25 import BM25System
 from landmark_rag.evaluation.systems.chunk import Chunk200System, Chunk256System, Chunk512System
@@ -57,6 +59,15 @@ def make_system(name: str) -> System:
     return cls()
 
 
+def choose_systems(names: Sequence[str], expansions: Sequence[str] | None = None) -> list[System]:
+    """The systems a run compares: one fresh system per name, and with ``expansions`` the
+    expanding ones once per expansion (:func:`per_expansion`). Made before any data is read,
+    so an unknown name fails the run at once."""
+    chosen = [make_system(s) for s in names]
+    return per_expansion(chosen, list(expansions)) if expansions else chosen
+
+
 __all__ = [
-    "EXTRA_SYSTEMS", "SYSTEMS", "DenseSystem", "IndexStats", "System", "Workspace", "make_system", "per_expansion",
+    "EXTRA_SYSTEMS", "SYSTEMS", "DenseSystem", "IndexStats", "System", "Workspace", "choose_systems", "make_system",
+    "per_expansion",
 ]

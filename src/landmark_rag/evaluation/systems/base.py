@@ -40,6 +40,19 @@ class IndexStats:
     bytes: int
     shared_with: str | None = None  # the system whose identical encoding was reused
 
+    def cost_metrics(self, questions: int, query_seconds: float) -> dict[str, float]:
+        """The cost columns of a result row (indexing speed and size, query speed); ``vectors``
+        only for a dense index, ``queries_per_s`` only when queries were timed."""
+        out: dict[str, float] = {
+            "tokens_per_s": self.tokens / max(self.seconds, 1e-9), "index_s": self.seconds, "units": self.units,
+        }
+        if self.vectors is not None:
+            out["vectors"] = self.vectors
+        out["index_bytes"] = self.bytes
+        if questions and query_seconds > 0:
+            out["queries_per_s"] = questions / query_seconds
+        return out
+
 
 @dataclass
 class Workspace:
