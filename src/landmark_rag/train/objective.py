@@ -71,21 +71,20 @@ def prepare_step(trainer: Trainer, batch: Batch, stage: StageConfig) -> StepInpu
 
 
 def contrastive_targets(
-    batch: Batch, counts: Sequence[int], *, boundary_window: int, front_k: int, span_cap: int | None
+    batch: Batch, counts: Sequence[int], *, boundary_window: int, front_k: int, span_cap: int = 0
 ) -> Targets:
     """Each query's answer span, the units just before it and the Front-k hits that keep it,
     as positions among all the batch's units (its examples' units one after another).
 
-    ``span_cap``: only the last so many sentences of a span count (the end of the span is
-    where position-aware training puts the hit)."""
+    ``span_cap``: only the last so many sentences of a span count, 0 all of them (the end of
+    the span is where position-aware training puts the hit)."""
     spans: list[list[int]] = []
     preceding: list[list[int]] = []
     kept: list[list[int]] = []
     offset = 0
     reach, k = boundary_window, front_k
     for ex, n in zip(batch, counts, strict=True):
-        cap = span_cap or None
-        spans.extend([[offset + i for i in s[-cap:]] if cap else [offset + i for i in s] for s in ex.spans])
+        spans.extend([[offset + i for i in (s[-span_cap:] if span_cap else s)] for s in ex.spans])
         # the sentences a Front-k hit must not land on: just before the span, same window
         preceding.extend([[offset + i for i in range(max(s[0] - reach, 0), s[0])] for s in ex.spans])
         # the hits whose Front-k passage still ends at or after the answer: z .. z+k-1
