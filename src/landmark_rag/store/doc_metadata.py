@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from landmark_rag.store.client import Collections, store_errors
@@ -44,25 +44,18 @@ from landmark_rag.store.schema import DIRTY, DOC_ID, INDEX, N_SENTENCES, VERSION
 _BATCH = 64
 
 
-#: One visible document as the table holds it (its version key, addressable version, count,
-#: shared metadata and varying keys): the form the cache file keeps too.
-_Doc = DocEntry
-
-
 @dataclass
 class _State:
     """The table at one generation of the manifest (``usable``: no sentences outside it)."""
 
     generation: str
-    docs: dict[str, _Doc]
+    docs: dict[str, DocEntry]  # never changed once made: its order is the filter's row order
     usable: bool
-    _order: list[str] = field(default_factory=list)
     _filter: RowFilter | None = None
 
     def filter(self) -> RowFilter:
         if self._filter is None:
-            self._order = list(self.docs)
-            docs = [self.docs[d] for d in self._order]
+            docs = list(self.docs.values())
             self._filter = RowFilter([d.shared for d in docs], [d.varying for d in docs], [d.n for d in docs])
         return self._filter
 
@@ -93,11 +86,10 @@ class DocumentTable:
         mask = state.filter().documents(where)
         if mask is None:
             return None
-        chosen = [state.docs[d] for d, ok in zip(state._order, mask.tolist(), strict=True) if ok]
-        if not chosen or sum(doc.n for doc in chosen) > most or any(doc.version is None for doc in chosen):
+        chosen = [(d, doc) for (d, doc), ok in zip(state.docs.items(), mask.tolist(), strict=True) if ok]
+        if not chosen or sum(doc.n for _, doc in chosen) > most or any(doc.version is None for _, doc in chosen):
             return None
-        names = [d for d, ok in zip(state._order, mask.tolist(), strict=True) if ok]
-        return [sentence_id(d, i, doc.version) for d, doc in zip(names, chosen, strict=True) for i in range(doc.n)]
+        return [sentence_id(d, i, doc.version) for d, doc in chosen for i in range(doc.n)]
 
     def _current(self) -> _State | None:
         """The table at the manifest's current generation, synced when it moved."""
@@ -168,7 +160,7 @@ class DocumentTable:
 
 def _read(
     batch: Sequence[str], records: Mapping[str, dict[str, Any]], rows: Sequence[tuple[str, dict[str, Any]]]
-) -> dict[str, _Doc]:
+) -> dict[str, DocEntry]:
     """The table's entries for ``batch`` from the stored ``(id, metadata)`` of its sentences:
     only the version readers see (``manifest.is_current``), as the lexical index reads them."""
     per: dict[str, list[tuple[str, dict[str, Any]]]] = {d: [] for d in batch}
@@ -176,7 +168,7 @@ def _read(
         d = str(md.get(DOC_ID))
         if d in per and is_current(md, records[d], records[d].get(VERSION)):
             per[d].append((rid, md))
-    out: dict[str, _Doc] = {}
+    out: dict[str, DocEntry] = {}
     for d, found in per.items():
         record = records[d]
         version = record.get(VERSION)
@@ -186,7 +178,7 @@ def _read(
         addressable = derived is not None and ids == derived and record.get(N_SENTENCES) == len(found)
         found.sort(key=lambda r: int(r[1].get(INDEX, 0)))
         shared, varying = shared_metadata([md for _, md in found])
-        out[d] = _Doc(version_key(record), str(version) if addressable else None, len(found), shared, varying)
+        out[d] = DocEntry(version_key(record), str(version) if addressable else None, len(found), shared, varying)
     return out
 
 
